@@ -106,6 +106,7 @@ def run_system(
     settings: RunSettings | None = None,
     tracks: Mapping[str, Track] | None = None,
     on_item: Callable[[ItemRecord], None] | None = None,
+    dataset_source: dict[str, Any] | None = None,
 ) -> RunOutcome:
     """Run `system` over `dataset` into `out_dir`, resuming what is already there."""
     settings = settings or RunSettings()
@@ -143,7 +144,10 @@ def run_system(
         "schema_version": SCHEMA_VERSION,
         **environment(),
         "config": config,
-        "dataset": {**config["dataset"], "counts": dataset.counts()},
+        # source: how to load the dataset again for `twist report` (not fingerprinted: paths
+        # differ between machines; the sha256 is what identifies the key).
+        "dataset": {**config["dataset"], "counts": dataset.counts(),
+                    "source": dataset_source or {}},
         "system": {**config["system"], "capabilities": system.capabilities.as_dict(),
                    "gold_channel": gold_channel},
         "tracks": plan,

@@ -1,0 +1,268 @@
+"""The `twist` command. Thin: parse options, call one function per verb, print.
+
+Exit codes: 0 success; 1 the run finished but failed a check (error rate above --max-error-rate,
+a conformance failure); 2 bad input (a clear message naming file, record, field).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from twistbench.errors import InputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
+                  help="twistbench: TWIST tracks and TIAP audits for conversational memory.")
+build_app = typer.Typer(add_completion=False, help="Build item sets (keys).")
+app.add_typer(build_app, name="build")
+console = Console()
+err = Console(stderr=True)
+
+DEFAULT_SYSTEMS = ["flat-rag", "fact-rag", "heuristic", "oracle"]
+
+SystemOpt = Annotated[list[str] | None, typer.Option(
+    "--system", "-s", help="A built-in system name (see `twist list`) or module:Class. "
+    "Repeat for several. Default: flat-rag, fact-rag, heuristic, oracle.")]
+OptionOpt = Annotated[list[str] | None, typer.Option(
+    "-S", help="A system option key=value (repeatable). name.key=value applies to one system "
+    "only. Options named like secrets (api_key, token) are never written to disk.")]
+DatasetOpt = Annotated[str | None, typer.Option(
+    "--dataset", "-d", help="Dataset name (see `twist list`) or a key file. Default: twist-cs-1.0 "
+    "(the built-in demo when no committed key is found).")]
+LocomoOpt = Annotated[Path | None, typer.Option(
+    "--locomo", help="Path of locomo10.json, for the LoCoMo-based datasets.")]
+ErrataOpt = Annotated[str | None, typer.Option(
+    "--errata", help="Errata overlay for LoCoMo QA: 'locomo-audit' or a path to errors.json.")]
+CrisisOpt = Annotated[bool, typer.Option(
+    "--include-crisis", help="Include the opt-in crisis plants (content warning: self-harm-"
+    "adjacent phrasings).")]
+
+
+def main() -> None:
+    """Console-script entry point: InputError becomes one line on stderr and exit code 2."""
+    try:
+        app()
+    except InputError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        sys.exit(2)
+
+
+def _fail_input(exc: InputError) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    raise typer.Exit(2)
+
+
+def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict[str, str]]:
+    """-S key=value / -S system.key=value into per-system option dicts."""
+    per: dict[str, dict[str, str]] = {s: {} for s in systems}
+    for pair in pairs or []:
+        if "=" not in pair:
+            raise InputError("-S", f"{pair!r} is not key=value", expected="key=value")
+        key, value = pair.split("=", 1)
+        target = [s for s in systems if key.startswith(s + ".")]
+        if target:
+            per[target[0]][key[len(target[0]) + 1:]] = value
+        else:
+            for s in systems:
+                per[s][key] = value
+    return per
+
+
+def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool):
+    from twistbench.datasets import DEFAULT_DATASET, DatasetOptions, data_dir, load_dataset
+
+    opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis)
+    if name is None:
+        name = DEFAULT_DATASET
+        if not (data_dir() / "twist-cs-1.0.json").exists():
+            err.print("note: no committed TWIST-CS key found; running the built-in demo dataset")
+            name = "demo"
+    source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
+              "include_crisis": crisis}
+    return load_dataset(name, opts), source
+
+
+@app.command()
+def run(
+    dataset: DatasetOpt = None,
+    system: SystemOpt = None,
+    option: OptionOpt = None,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder root; each system gets "
+                                      "a subfolder. Running again resumes.")] = Path("runs/default"),
+    track: Annotated[list[str] | None, typer.Option(
+        "--track", "-t", help="Only these tracks (A, B, C, D, locomo). Default: all that apply.")] = None,
+    conversation: Annotated[list[str] | None, typer.Option(
+        "--conversation", help="Only these conversation ids (repeatable).")] = None,
+    locomo: LocomoOpt = None,
+    errata: ErrataOpt = None,
+    include_crisis: CrisisOpt = False,
+    timeout: Annotated[float, typer.Option(help="Seconds allowed per system call.")] = 30.0,
+    ingest_timeout: Annotated[float, typer.Option(help="Seconds allowed per ingested session.")] = 300.0,
+    max_error_rate: Annotated[float, typer.Option(
+        help="Exit non-zero when the share of items that errored exceeds this.")] = 0.0,
+    force_new: Annotated[bool, typer.Option(
+        "--force-new", help="Discard an existing run in the folder and start over.")] = False,
+    seed: Annotated[int, typer.Option(help="Seed recorded in the manifest and given to "
+                                      "stochastic parts.")] = 1337,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """Run systems through the TWIST tracks and print the profile."""
+    from twistbench.runs.runner import RunSettings, run_system
+    from twistbench.systems import make_system
+
+    try:
+        ds, source = _dataset(dataset, locomo, errata, include_crisis)
+        systems = system or DEFAULT_SYSTEMS
+        per = parse_options(option, systems)
+        settings = RunSettings(tracks=track, timeout_s=timeout, ingest_timeout_s=ingest_timeout,
+                               seed=seed, force_new=force_new, conversations=conversation,
+                               progress=progress)
+        folders = []
+        failed = []
+        for spec in systems:
+            sys_obj, entry = make_system(spec, per[spec])
+            folder = out / _folder_name(spec)
+            outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
+                                 gold_channel=entry.gold_channel, settings=settings,
+                                 dataset_source=source)
+            folders.append(folder)
+            note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
+                    f"{outcome.errors} errors")
+            console.print(f"[bold]{outcome.system}[/]: {note} -> {folder}", highlight=False)
+            if outcome.error_rate > max_error_rate:
+                failed.append(f"{outcome.system}: error rate {outcome.error_rate:.3f} > "
+                              f"{max_error_rate:g}")
+        _print_report(folders, out)
+    except InputError as exc:
+        _fail_input(exc)
+    if failed:
+        for f in failed:
+            err.print(f"[bold red]failed:[/] {f}", highlight=False)
+        raise typer.Exit(1)
+
+
+def _folder_name(spec: str) -> str:
+    return spec.replace(":", "_").replace("/", "_").replace(".", "_")
+
+
+def _print_report(folders: list[Path], out: Path | None, fmt: str = "md",
+                  locomo: Path | None = None) -> None:
+    from twistbench.report.runs import report_runs
+
+    rep = report_runs(folders, locomo=locomo)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "report.md").write_text(rep.markdown, encoding="utf-8")
+        (out / "report.json").write_text(json.dumps(rep.data, indent=2, sort_keys=True) + "\n",
+                                         encoding="utf-8")
+    if fmt == "json":
+        sys.stdout.write(json.dumps(rep.data, indent=2, sort_keys=True) + "\n")
+    else:
+        rep.print(console)
+        if out is not None:
+            console.print(f"report: {out / 'report.md'} and {out / 'report.json'}")
+
+
+@app.command()
+def report(
+    runs: Annotated[list[Path], typer.Argument(help="Run folders, or folders of run folders.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="md or json.")] = "md",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write report.md and "
+                                             "report.json into this folder.")] = None,
+    locomo: LocomoOpt = None,
+) -> None:
+    """Re-score saved runs (no system is called) and print the profile."""
+    from twistbench.runs.folder import find_run_folders
+
+    if format not in ("md", "json"):
+        _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
+    try:
+        _print_report(find_run_folders(runs), out, format, locomo)
+    except InputError as exc:
+        _fail_input(exc)
+
+
+@app.command("list")
+def list_(
+    what: Annotated[str | None, typer.Argument(help="datasets, systems or tracks (default all)")] = None,
+) -> None:
+    """List datasets, systems and tracks."""
+    from twistbench.datasets import DATASETS
+    from twistbench.systems import REGISTRY
+    from twistbench.tracks import TRACKS
+
+    sections = [what] if what else ["datasets", "systems", "tracks"]
+    for sec in sections:
+        table = Table(title=sec)
+        if sec == "datasets":
+            table.add_column("name")
+            table.add_column("needs --locomo")
+            table.add_column("description")
+            for d in DATASETS.values():
+                table.add_row(d.name, "yes" if d.needs_locomo else "", d.description)
+        elif sec == "systems":
+            table.add_column("name")
+            table.add_column("description")
+            for s in REGISTRY.values():
+                table.add_row(s.name, s.description)
+        elif sec == "tracks":
+            table.add_column("key")
+            table.add_column("title")
+            for k, t in TRACKS.items():
+                table.add_row(k, t.title)
+        else:
+            _fail_input(InputError(sec, "unknown list", expected="datasets, systems or tracks"))
+        console.print(table)
+
+
+@app.command()
+def conform(
+    system: Annotated[str, typer.Argument(help="Built-in name or module:Class.")],
+    option: OptionOpt = None,
+    timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 30.0,
+) -> None:
+    """Check a system against the contract on a small built-in conversation."""
+    from twistbench.runs.conform import check_conformance
+    from twistbench.systems import make_system
+
+    try:
+        sys_obj, _ = make_system(system, parse_options(option, [system])[system])
+    except InputError as exc:
+        _fail_input(exc)
+    results = check_conformance(sys_obj, timeout_s=timeout)
+    table = Table(title=f"conformance of {system}")
+    for col in ("check", "result", "detail"):
+        table.add_column(col)
+    style = {"pass": "green", "fail": "bold red", "declined": "yellow"}
+    for r in results:
+        table.add_row(r.check, f"[{style[r.status]}]{r.status}[/]", r.detail)
+    console.print(table)
+    fails = sum(r.status == "fail" for r in results)
+    console.print(f"{sum(r.status == 'pass' for r in results)} passed, {fails} failed, "
+                  f"{sum(r.status == 'declined' for r in results)} declined")
+    if fails:
+        raise typer.Exit(1)
+
+
+@app.command()
+def schema(
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")] = None,
+) -> None:
+    """Print the JSON Schema of every record (datasets, items, system outputs)."""
+    from twistbench.model import dump_json_schemas
+
+    text = dump_json_schemas()
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
