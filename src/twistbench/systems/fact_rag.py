@@ -1,0 +1,90 @@
+"""fact-rag: a Mem0-style fact-extraction baseline (whitepaper §6.3 ii, §9).
+
+At ingest every turn becomes up to `max_facts` dated atomic facts (retrieval/parser.py: sentence
+split, first person rewritten to the speaker's name, session date attached). Only facts are
+stored and retrieved; each keeps its source turn (the lineage the TIAP audit needs: facts are
+canonical, non-raw memories).
+
+`recall` retrieves the top `k` facts, treats as "matching" every fact scoring at least
+`match_ratio` of the best score, and answers with the most recent of them (latest timestamp,
+then latest ingested): dated facts give it a notion of currency that flat RAG lacks. It has no
+conflict detection: no tensions, and every draft is aligned (no mechanism to judge one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from twistbench.contract import BaseSystem, Capabilities
+from twistbench.model import Answer, Event, IngestResult, LineageRecord, ScoredMemory, Verdict
+from twistbench.retrieval import Retriever, make_retriever
+from twistbench.retrieval.parser import Fact, extract_facts
+from twistbench.systems.flat_rag import NO_ANSWER, check_retriever
+
+
+class FactRAG(BaseSystem):
+    """Dated facts in a retriever; recall = the most recent matching fact, citing its turn."""
+
+    name = "fact-rag"
+    capabilities = Capabilities(recall=True, check_alignment=True, retrieve=True, lineage=True)
+
+    def __init__(self, retriever: str = "dense", max_facts: int = 5, k: int = 10,
+                 match_ratio: float = 0.9) -> None:
+        self.retriever_name = check_retriever(retriever)
+        if max_facts < 1 or k < 1:
+            raise ValueError("max_facts and k must be >= 1")
+        if not 0.0 < match_ratio <= 1.0:
+            raise ValueError("match_ratio must be in (0, 1]")
+        self.max_facts = max_facts
+        self.k = k
+        self.match_ratio = match_ratio
+        self.reset("")
+
+    def config(self) -> dict[str, Any]:
+        return {"retriever": self.retriever_name, "max_facts": self.max_facts, "k": self.k,
+                "match_ratio": self.match_ratio, "parser": "rule-based (retrieval/parser.py)",
+                "alignment": "always aligned: no mechanism"}
+
+    def reset(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self.facts: dict[str, Fact] = {}
+        self.order: dict[str, int] = {}
+        self.index: Retriever = make_retriever(self.retriever_name)
+
+    def ingest(self, events: Sequence[Event]) -> IngestResult:
+        new: list[Fact] = []
+        for ev in events:
+            for f in extract_facts(ev, self.max_facts):
+                if f.id not in self.facts:
+                    self.order[f.id] = len(self.facts)
+                    self.facts[f.id] = f
+                    new.append(f)
+        self.index.add([f.id for f in new], [f.text for f in new])
+        return IngestResult()
+
+    def matching(self, query: str) -> list[tuple[Fact, float]]:
+        """Retrieved facts within match_ratio of the best score, best first."""
+        hits = self.index.search(query, self.k)
+        if not hits:
+            return []
+        best = hits[0][1]
+        floor = best * self.match_ratio if best > 0 else best
+        return [(self.facts[i], s) for i, s in hits if s >= floor]
+
+    def recall(self, query: str) -> Answer:
+        cands = self.matching(query)
+        if not cands:
+            return Answer(text=NO_ANSWER, evidence=[])
+        fact = max((f for f, _ in cands), key=lambda f: (f.timestamp, self.order[f.id]))
+        return Answer(text=fact.text, evidence=[fact.source])
+
+    def check_alignment(self, draft: str) -> Verdict:
+        return Verdict(aligned=True, conflicts=[])
+
+    def retrieve(self, query: str, k: int) -> list[ScoredMemory]:
+        return [ScoredMemory(id=i, score=s) for i, s in self.index.search(query, k)]
+
+    def lineage(self) -> list[LineageRecord]:
+        return [LineageRecord(memory_id=f.id, sources=[f.source], raw=False, canonical=True,
+                              text=f.text) for f in self.facts.values()]

