@@ -1,0 +1,280 @@
+"""Contested credits (TIAP §3.3, §4.4): where Raw misses but Source and Canonical give credit.
+
+Extraction is deterministic over saved traces: for every run and every query with an eligible
+id under all three targets, a case is a query whose top k holds no Raw target but holds a
+Canonical (hence a Source) target. The credited memory is the best-ranked Canonical hit; the
+case carries its text, the question, the gold answer and the source evidence s(q), so a rater
+can judge whether the credit is semantically justified.
+
+Labels (one per rater and case): supports | partial | does_not_support. People label through a
+CSV file (columns case_id, rater, label; any other column is ignored), which `write_template`
+prepares with one row per case and the context columns to read. LLM raters can produce the
+same rows once the LLM layer exists.
+
+Agreement: majority vote per case (a tied top count is "no majority"), Fleiss' kappa on the
+cases labelled by every rater (three-class, and binary with supports + partial as "relevant"
+against does_not_support, the paper's permissive collapse), and mean pairwise agreement.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twistbench.audit.metrics import RunScores
+from twistbench.audit.stats import count_matrix, fleiss_kappa, majority, mean_pairwise_agreement
+from twistbench.audit.traces import Gold, Lineage, TraceRun
+from twistbench.errors import InputError
+
+LABELS: tuple[str, ...] = ("supports", "partial", "does_not_support")
+BINARY = {"supports": "relevant", "partial": "relevant", "does_not_support": "not_relevant"}
+BINARY_NOTE = "binary: supports and partial = relevant; does_not_support = not relevant"
+RANK_BUCKETS: tuple[tuple[int, int], ...] = ((1, 5), (6, 20), (21, 60))
+
+
+def rank_bucket(rank: int) -> str:
+    for lo, hi in RANK_BUCKETS:
+        if lo <= rank <= hi:
+            return f"{lo}-{hi}"
+    return f">{RANK_BUCKETS[-1][1]}"
+
+
+@dataclass
+class ContestedCase:
+    case_id: str
+    run: str
+    query_id: str
+    conversation: str
+    category: str
+    question: str
+    answer: str
+    anchors: list[str]
+    evidence: dict[str, str]  # anchor -> source text ("" when neither gold nor lineage has it)
+    credited_memory_id: str
+    credited_text: str
+    credited_sources: list[str]
+    credited_rank: int  # rank of the best Canonical hit
+    rank_bucket: str
+    source_first_hit: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def extract_cases(scores: RunScores, run: TraceRun, lineage: Lineage,
+                  gold: Gold) -> list[ContestedCase]:
+    """Every raw_miss / source_hit / canonical_hit case of one run, in gold query order."""
+    rows = lineage.by_key()
+    raw_text: dict[tuple[str, str], str] = {}
+    for r in lineage.rows:  # source text of an anchor, from a raw memory of that turn
+        if r.raw and r.text:
+            for s in r.sources:
+                raw_text.setdefault((r.conversation, s), r.text)
+    shared = scores.covered(("raw", "src", "can"))
+    out: list[ContestedCase] = []
+    for i, qid in enumerate(scores.qids):
+        if not shared[i]:
+            continue
+        fr, fs, fc = (int(scores.first_hit[t][i]) for t in ("raw", "src", "can"))
+        if fr != 0 or fs == 0 or fc == 0:
+            continue
+        g = gold.queries[qid]
+        mid = run.traces[qid].ids[fc - 1]
+        row = rows.get((g.conversation, mid))
+        evidence = {a: g.anchor_texts.get(a) or raw_text.get((g.conversation, a), "")
+                    for a in g.anchors}
+        out.append(ContestedCase(
+            case_id=f"{scores.name}|{qid}", run=scores.name, query_id=qid,
+            conversation=g.conversation, category=g.category, question=g.question,
+            answer=g.answer, anchors=list(g.anchors), evidence=evidence,
+            credited_memory_id=mid, credited_text=row.text if row else "",
+            credited_sources=list(row.sources) if row else [], credited_rank=fc,
+            rank_bucket=rank_bucket(fc), source_first_hit=fs,
+        ))
+    return out
+
+
+def write_cases(path: str | Path, cases: Iterable[ContestedCase]) -> int:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for c in cases:
+            fh.write(json.dumps(c.as_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            n += 1
+    return n
+
+
+def read_cases(path: str | Path) -> list[ContestedCase]:
+    path = Path(path)
+    out: list[ContestedCase] = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(ContestedCase(**json.loads(line)))
+        except (json.JSONDecodeError, TypeError) as exc:
+            raise InputError(str(path), f"not a contested case: {exc}", where=f"line {lineno}",
+                             expected="a line written by write_cases") from exc
+    return out
+
+
+TEMPLATE_COLUMNS = ("case_id", "rater", "label", "question", "answer", "evidence",
+                    "credited_text", "credited_rank")
+
+
+def write_template(path: str | Path, cases: Sequence[ContestedCase], rater: str = "") -> int:
+    """A CSV to fill: one row per case, rater (prefilled if given) and label empty, plus the
+    question, gold answer, source evidence and credited memory text to judge."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(TEMPLATE_COLUMNS)
+        for c in cases:
+            ev = " | ".join(f"[{a}] {t}" for a, t in c.evidence.items())
+            w.writerow([c.case_id, rater, "", c.question, c.answer, ev, c.credited_text,
+                        c.credited_rank])
+    return len(cases)
+
+
+@dataclass(frozen=True)
+class Label:
+    case_id: str
+    rater: str
+    label: str
+
+
+def read_labels(path: str | Path, known_cases: Iterable[str] | None = None) -> list[Label]:
+    """Labels from a CSV with columns case_id, rater, label (others ignored).
+
+    Rows whose rater and label are both empty (an unfilled template row) are skipped. A bad
+    label, a missing rater, an unknown case id or a repeated (case, rater) is an InputError
+    naming the file, line and field.
+    """
+    path = Path(path)
+    known = set(known_cases) if known_cases is not None else None
+    try:
+        fh = open(path, encoding="utf-8", newline="")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    out: list[Label] = []
+    seen: set[tuple[str, str]] = set()
+    with fh:
+        reader = csv.DictReader(fh)
+        cols = set(reader.fieldnames or [])
+        missing = {"case_id", "rater", "label"} - cols
+        if missing:
+            raise InputError(str(path), f"missing column(s) {sorted(missing)}", where="line 1",
+                             expected="a header with case_id, rater, label")
+        for row in reader:
+            lineno = reader.line_num
+            where = f"line {lineno}"
+            case = (row.get("case_id") or "").strip()
+            rater = (row.get("rater") or "").strip()
+            label = (row.get("label") or "").strip().lower()
+            if not rater and not label:
+                continue
+            if not case:
+                raise InputError(str(path), "empty case id", where=where, field="case_id",
+                                 expected="a case id from the contested cases file")
+            if known is not None and case not in known:
+                raise InputError(str(path), f"unknown case {case!r}", where=where,
+                                 field="case_id", expected="a case id from the cases file")
+            if not rater:
+                raise InputError(str(path), "empty rater", where=where, field="rater",
+                                 expected="the rater's name")
+            if label not in LABELS:
+                raise InputError(str(path), f"bad label {row.get('label')!r}", where=where,
+                                 field="label", expected=" | ".join(LABELS))
+            if (case, rater) in seen:
+                raise InputError(str(path), f"rater {rater!r} labels case {case!r} twice",
+                                 where=where, field="case_id", expected="one label per rater")
+            seen.add((case, rater))
+            out.append(Label(case, rater, label))
+    return out
+
+
+@dataclass
+class SemanticAudit:
+    """Agreement and majority-vote shares of the contested-credit labels."""
+
+    n_cases: int
+    n_labelled: int
+    raters: list[str]
+    labels_per_rater: dict[str, int]
+    majority_counts: dict[str, int]  # supports / partial / does_not_support / no_majority
+    majority_shares: dict[str, float]  # over labelled cases with a majority
+    by_run: dict[str, dict[str, int]] = field(default_factory=dict)
+    by_bucket: dict[str, dict[str, int]] = field(default_factory=dict)
+    n_complete: int = 0  # cases labelled by every rater (the kappa sample)
+    fleiss_kappa_three: float = math.nan
+    fleiss_kappa_binary: float = math.nan
+    pairwise_agreement_three: float = math.nan
+    pairwise_agreement_binary: float = math.nan
+    binary_mapping: str = BINARY_NOTE
+    majority_per_case: dict[str, str | None] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def semantic_audit(cases: Sequence[ContestedCase], labels: Sequence[Label]) -> SemanticAudit:
+    """Majority vote, Fleiss' kappa (three-class and binary) and mean pairwise agreement."""
+    by_case: dict[str, dict[str, str]] = defaultdict(dict)
+    by_rater: dict[str, dict[str, str]] = defaultdict(dict)
+    case_ids = {c.case_id for c in cases}
+    for lab in labels:
+        if lab.case_id not in case_ids:
+            continue
+        by_case[lab.case_id][lab.rater] = lab.label
+        by_rater[lab.rater][lab.case_id] = lab.label
+    raters = sorted(by_rater)
+    counts: Counter[str] = Counter()
+    per_case: dict[str, str | None] = {}
+    by_run: dict[str, Counter[str]] = defaultdict(Counter)
+    by_bucket: dict[str, Counter[str]] = defaultdict(Counter)
+    for c in cases:
+        labs = by_case.get(c.case_id)
+        if not labs:
+            continue
+        m = majority(list(labs.values()))
+        per_case[c.case_id] = m
+        key = m or "no_majority"
+        counts[key] += 1
+        by_run[c.run][key] += 1
+        by_bucket[c.rank_bucket][key] += 1
+    decided = sum(counts[k] for k in LABELS)
+    shares = {k: (counts[k] / decided if decided else math.nan) for k in LABELS}
+    res = SemanticAudit(
+        n_cases=len(cases), n_labelled=len(per_case), raters=raters,
+        labels_per_rater={r: len(v) for r, v in by_rater.items()},
+        majority_counts={k: counts[k] for k in (*LABELS, "no_majority")},
+        majority_shares=shares,
+        by_run={r: dict(v) for r, v in by_run.items()},
+        by_bucket={b: dict(v) for b, v in by_bucket.items()},
+        majority_per_case=per_case,
+    )
+    if len(raters) >= 2:
+        complete = {cid: [labs[r] for r in raters] for cid, labs in by_case.items()
+                    if len(labs) == len(raters)}
+        res.n_complete = len(complete)
+        if complete:
+            res.fleiss_kappa_three = fleiss_kappa(count_matrix(complete, LABELS))
+            binary = {cid: [BINARY[x] for x in v] for cid, v in complete.items()}
+            res.fleiss_kappa_binary = fleiss_kappa(
+                count_matrix(binary, ("relevant", "not_relevant")))
+        res.pairwise_agreement_three = mean_pairwise_agreement(by_rater)[0]
+        res.pairwise_agreement_binary = mean_pairwise_agreement(
+            {r: {c: BINARY[x] for c, x in v.items()} for r, v in by_rater.items()})[0]
+    return res

@@ -1,0 +1,497 @@
+"""The TIAP audit: rescore saved traces under Raw / Source / Canonical and compare.
+
+What it computes (TIAP §3-§5), all on fixed saved rankings:
+- per run: coverage per target (queries with an eligible id; targetless queries are listed,
+  never scored), means over eligible queries and over the run's shared subset;
+- score shifts: for each target pair (Source-Raw, Canonical-Raw, Canonical-Source) the mean
+  per-query difference on that pair's shared subset, with a paired bootstrap CI;
+- coverage gap: Raw score of queries with a Canonical target minus queries without one, per run
+  (independent-groups bootstrap) and as the mean run-level gap;
+- instability: per run and target pair, the share of queries whose score changes at all and by
+  at least `min_change`, overall and per query category;
+- run comparisons: Δ_t(A, B) = M_t(A) - M_t(B) per target on the queries eligible under every
+  target in both runs, paired bootstrap CI, and winner flips (Δ changes sign across targets);
+- design recommendations: per group of configurations, the best one per metric and target on
+  the group's shared subset, and whether it changes with the target;
+- contested credits (raw_miss / source_hit / canonical_hit) with a CSV template for raters, and
+  the semantic audit of any labels given.
+Outputs in `out_dir`: audit.json, audit.md, per_query.jsonl, contested_cases.jsonl,
+contested_labels_template.csv and trec/<run>/{run.txt, qrels.<target>.txt}.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from twistbench.audit import contested as ct
+from twistbench.audit.metrics import METRICS, VARIANTS, RunScores, rescore
+from twistbench.audit.stats import (
+    CONFIDENCE,
+    N_RESAMPLES,
+    SEED,
+    Interval,
+    mean_gap_bootstrap,
+    paired_bootstrap_many,
+    two_group_bootstrap,
+)
+from twistbench.audit.targets import (
+    ANCHOR_POLICY,
+    TARGETS,
+    build_targets,
+    code_lineage,
+    code_queries,
+    eligible_ids,
+)
+from twistbench.audit.traces import (
+    Gold,
+    Lineage,
+    TraceRun,
+    read_gold,
+    read_lineage,
+    read_traces,
+    write_trec_qrels,
+    write_trec_run,
+)
+from twistbench.errors import InputError
+
+TARGET_PAIRS: tuple[tuple[str, str], ...] = (("src", "raw"), ("can", "raw"), ("can", "src"))
+MIN_CHANGE = 0.1
+_EPS = 1e-12
+
+
+@dataclass
+class AuditConfig:
+    k: int
+    metric_variant: str
+    metric_definition: str
+    n_resamples: int
+    seed: int
+    confidence: float
+    min_change: float
+    anchor_policy: str = ANCHOR_POLICY
+    targets: tuple[str, ...] = TARGETS
+    metrics: tuple[str, ...] = METRICS
+    ci_method: str = "percentile bootstrap over queries (paired where runs/targets are paired)"
+
+
+@dataclass
+class AuditResult:
+    """Everything the audit found; `as_dict()` is what audit.json holds."""
+
+    config: AuditConfig
+    runs: list[dict[str, Any]]
+    shifts: list[dict[str, Any]]
+    coverage_gap: dict[str, Any]
+    instability: list[dict[str, Any]]
+    comparisons: list[dict[str, Any]]
+    recommendations: list[dict[str, Any]]
+    contested: dict[str, Any]
+    semantic: dict[str, Any] | None = None
+    files: dict[str, str] = field(default_factory=dict)
+    scores: dict[str, RunScores] = field(default_factory=dict, repr=False)
+
+    def as_dict(self) -> dict[str, Any]:
+        d = {k: v for k, v in asdict(self).items() if k != "scores"}
+        return _clean(d)
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-safe: NaN -> None, numpy scalars -> Python, tuples -> lists."""
+    if isinstance(obj, dict):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, (np.floating, float)):
+        f = float(obj)
+        return None if math.isnan(f) or math.isinf(f) else f
+    if isinstance(obj, np.integer):
+        return int(obj)
+    if isinstance(obj, np.bool_):
+        return bool(obj)
+    return obj
+
+
+def _iv(iv: Interval) -> dict[str, Any]:
+    return iv.as_dict()
+
+
+def _nanmean(x: np.ndarray) -> float:
+    return float(x.mean()) if x.size else math.nan
+
+
+# ---------------------------------------------------------------------------------------------
+# Sections
+
+
+def _run_summary(rs: RunScores, run: TraceRun, lineage: Lineage) -> dict[str, Any]:
+    shared = rs.covered(TARGETS)
+    out: dict[str, Any] = {
+        "name": rs.name, "traces": run.path, "lineage": lineage.path,
+        "k": rs.k, "scored": len(rs.qids), "errors": len(rs.errors),
+        "missing": len(rs.missing), "extra_traces": rs.extra_traces,
+        "duplicates_dropped": rs.duplicates_dropped, "unknown_ids": rs.unknown_ids,
+        "stored_memories": len(lineage.rows),
+        "shared_n": int(shared.sum()),
+        "coverage": {}, "full": {}, "shared": {},
+    }
+    for t in TARGETS:
+        el = rs.eligible(t)
+        out["coverage"][t] = {"eligible": int(el.sum()), "targetless": int((~el).sum()),
+                              "mean_eligible_ids": _nanmean(rs.n_rel[t][el].astype(float))}
+        out["full"][t] = {m: _nanmean(rs.scores[t][m][el]) for m in METRICS}
+        out["full"][t]["n"] = int(el.sum())
+        out["shared"][t] = {m: _nanmean(rs.scores[t][m][shared]) for m in METRICS}
+        out["shared"][t]["n"] = int(shared.sum())
+    return out
+
+
+def _shifts(rs: RunScores, n_resamples: int, seed: int, conf: float) -> list[dict[str, Any]]:
+    out = []
+    for a, b in TARGET_PAIRS:
+        mask = rs.covered((a, b))
+        diffs = np.column_stack([rs.scores[a][m][mask] - rs.scores[b][m][mask] for m in METRICS])
+        ivs = paired_bootstrap_many(diffs, n_resamples, seed, conf)
+        out.append({"run": rs.name, "a": a, "b": b, "n": int(mask.sum()),
+                    "delta": {m: _iv(iv) for m, iv in zip(METRICS, ivs)}})
+    return out
+
+
+def _instability(rs: RunScores, min_change: float) -> list[dict[str, Any]]:
+    out = []
+    cats = np.asarray(rs.categories, dtype=object)
+    for a, b in TARGET_PAIRS:
+        mask = rs.covered((a, b))
+        entry: dict[str, Any] = {"run": rs.name, "a": a, "b": b, "n": int(mask.sum()),
+                                 "overall": {}, "by_category": {}}
+        for m in METRICS:
+            d = np.abs(rs.scores[a][m][mask] - rs.scores[b][m][mask])
+            entry["overall"][m] = _change_shares(d, min_change)
+        for c in sorted(set(cats[mask].tolist()), key=_cat_key):
+            sel = mask & (cats == c)
+            entry["by_category"][c] = {
+                m: _change_shares(np.abs(rs.scores[a][m][sel] - rs.scores[b][m][sel]),
+                                  min_change) for m in METRICS}
+        out.append(entry)
+    return out
+
+
+def _cat_key(c: str) -> tuple[int, Any]:
+    return (0, int(c)) if str(c).isdigit() else (1, str(c))
+
+
+def _change_shares(d: np.ndarray, min_change: float) -> dict[str, Any]:
+    n = int(d.size)
+    if n == 0:
+        return {"n": 0, "changed": math.nan, "changed_ge": math.nan}
+    return {"n": n, "changed": float((d > _EPS).mean()),
+            "changed_ge": float((d >= min_change - _EPS).mean())}
+
+
+def _coverage_gap(scores: Sequence[RunScores], n_resamples: int, seed: int,
+                  conf: float) -> dict[str, Any]:
+    per_run = []
+    groups: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {m: [] for m in METRICS}
+    for rs in scores:
+        raw_ok = rs.eligible("raw")
+        cov = raw_ok & rs.eligible("can")
+        unc = raw_ok & ~rs.eligible("can")
+        entry = {"run": rs.name, "covered": int(cov.sum()), "uncovered": int(unc.sum()),
+                 "gap": {}}
+        for m in METRICS:
+            x, y = rs.scores["raw"][m][cov], rs.scores["raw"][m][unc]
+            entry["gap"][m] = _iv(two_group_bootstrap(x, y, n_resamples, seed, conf))
+            groups[m].append((x, y))
+        per_run.append(entry)
+    mean = {m: _iv(mean_gap_bootstrap(groups[m], n_resamples, seed, conf)) for m in METRICS}
+    return {"target": "raw", "split_by": "can", "per_run": per_run, "mean_run_gap": mean}
+
+
+def _sign(x: float) -> int:
+    if math.isnan(x) or abs(x) <= _EPS:
+        return 0
+    return 1 if x > 0 else -1
+
+
+def _compare(ra: RunScores, rb: RunScores, n_resamples: int, seed: int,
+             conf: float) -> dict[str, Any]:
+    ib = {q: i for i, q in enumerate(rb.qids)}
+    ia_list, ib_list = [], []
+    ca, cb = ra.covered(TARGETS), rb.covered(TARGETS)
+    for i, q in enumerate(ra.qids):
+        j = ib.get(q)
+        if j is not None and ca[i] and cb[j]:
+            ia_list.append(i)
+            ib_list.append(j)
+    ia = np.asarray(ia_list, dtype=np.int64)
+    jb = np.asarray(ib_list, dtype=np.int64)
+    cols, keys = [], []
+    for t in TARGETS:
+        for m in METRICS:
+            cols.append(ra.scores[t][m][ia] - rb.scores[t][m][jb])
+            keys.append((t, m))
+    diffs = np.column_stack(cols) if cols else np.zeros((0, 0))
+    ivs = paired_bootstrap_many(diffs, n_resamples, seed, conf)
+    delta: dict[str, dict[str, Any]] = {t: {} for t in TARGETS}
+    for (t, m), iv in zip(keys, ivs):
+        delta[t][m] = _iv(iv)
+    flips: dict[str, Any] = {}
+    for m in METRICS:
+        signs = {t: _sign(delta[t][m]["estimate"]) for t in TARGETS}
+        robust = {t: (1 if delta[t][m]["low"] > 0 else -1 if delta[t][m]["high"] < 0 else 0)
+                  for t in TARGETS if not math.isnan(delta[t][m]["low"])}
+        winner = {t: (ra.name if s > 0 else rb.name if s < 0 else "tie")
+                  for t, s in signs.items()}
+        flips[m] = {"winner": winner,
+                    "flip": 1 in signs.values() and -1 in signs.values(),
+                    "flip_ci": 1 in robust.values() and -1 in robust.values()}
+    return {"a": ra.name, "b": rb.name, "n": int(ia.size), "delta": delta, "flips": flips}
+
+
+def _recommend(group: str, members: Sequence[RunScores]) -> dict[str, Any]:
+    common: set[str] | None = None
+    for rs in members:
+        ok = {q for q, c in zip(rs.qids, rs.covered(TARGETS)) if c}
+        common = ok if common is None else common & ok
+    qset = sorted(common or ())
+    sel: dict[str, np.ndarray] = {}
+    for rs in members:
+        idx = {q: i for i, q in enumerate(rs.qids)}
+        sel[rs.name] = np.asarray([idx[q] for q in qset], dtype=np.int64)
+    means: dict[str, dict[str, dict[str, float]]] = {}
+    best: dict[str, dict[str, str | None]] = {}
+    changes: dict[str, bool] = {}
+    for m in METRICS:
+        means[m] = {}
+        best[m] = {}
+        for t in TARGETS:
+            vals = {rs.name: _nanmean(rs.scores[t][m][sel[rs.name]]) for rs in members}
+            means[m][t] = vals
+            finite = {k: v for k, v in vals.items() if not math.isnan(v)}
+            if finite:
+                top = max(finite.values())
+                winners = sorted(k for k, v in finite.items() if v >= top - _EPS)
+                best[m][t] = winners[0] if len(winners) == 1 else "tie: " + ", ".join(winners)
+            else:
+                best[m][t] = None
+        picks = {b for b in best[m].values() if b is not None}
+        changes[m] = len(picks) > 1
+    return {"group": group, "configurations": [rs.name for rs in members], "n": len(qset),
+            "means": means, "best": best, "changes": changes}
+
+
+# ---------------------------------------------------------------------------------------------
+# Entry points
+
+
+def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Path],
+          gold: str | Path, out_dir: str | Path | None = None, *,
+          metric_variant: str = "standard", n_resamples: int = N_RESAMPLES, seed: int = SEED,
+          k: int | None = None, confidence: float = CONFIDENCE, min_change: float = MIN_CHANGE,
+          names: Sequence[str] | None = None,
+          pairs: Sequence[tuple[str, str]] | None = None,
+          groups: Mapping[str, Sequence[str]] | None = None,
+          labels: Sequence[str | Path] = (), export_trec: bool = True) -> AuditResult:
+    """Audit saved traces from files (the function behind `twist audit`).
+
+    traces: one file per run (JSONL or TREC run format); run names default to the file stem
+        (or the folder name for a `traces.jsonl` written by `twist trace`), or `names`.
+    lineage: one lineage JSONL shared by every run, or one per trace file (same order).
+    gold: gold JSONL (query id -> anchors, category, question, answer).
+    out_dir: where audit.json, audit.md, per_query.jsonl, the contested-credit files and the
+        TREC exports go (None: compute only).
+    metric_variant: "standard" or "longmemeval" (the nDCG discount; written into the output).
+    n_resamples, seed, confidence: the bootstrap (defaults 3,000, 1337, 0.95).
+    k: cutoff (default: the largest k the traces declare).
+    pairs: run pairs to compare (default: every pair within each group, or every pair).
+    groups: name -> run names, the configuration sets for design recommendations
+        (default: one group "all" of every run).
+    labels: CSV files of contested-credit labels (case_id, rater, label) to summarise.
+    Raises InputError on any malformed input file.
+    """
+    if not traces:
+        raise InputError("<traces>", "no trace files given", expected="at least one trace file")
+    lin_paths = [lineage] if isinstance(lineage, (str, Path)) else list(lineage)
+    if len(lin_paths) not in (1, len(traces)):
+        raise InputError(str(lin_paths[0]), f"{len(lin_paths)} lineage files for "
+                         f"{len(traces)} trace files", field="lineage",
+                         expected="one lineage file, or one per trace file")
+    if names is not None and len(names) != len(traces):
+        raise InputError("<names>", f"{len(names)} names for {len(traces)} trace files",
+                         expected="one name per trace file")
+    lineages = [read_lineage(p) for p in lin_paths]
+    runs: list[tuple[TraceRun, Lineage]] = []
+    for i, p in enumerate(traces):
+        run = read_traces(p, name=names[i] if names else None)
+        runs.append((run, lineages[0] if len(lineages) == 1 else lineages[i]))
+    g = read_gold(gold)
+    return audit_runs(runs, g, out_dir, metric_variant=metric_variant, n_resamples=n_resamples,
+                      seed=seed, k=k, confidence=confidence, min_change=min_change,
+                      pairs=pairs, groups=groups, labels=labels, export_trec=export_trec)
+
+
+def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
+               out_dir: str | Path | None = None, *, metric_variant: str = "standard",
+               n_resamples: int = N_RESAMPLES, seed: int = SEED, k: int | None = None,
+               confidence: float = CONFIDENCE, min_change: float = MIN_CHANGE,
+               pairs: Sequence[tuple[str, str]] | None = None,
+               groups: Mapping[str, Sequence[str]] | None = None,
+               labels: Sequence[str | Path] = (), export_trec: bool = True) -> AuditResult:
+    """`audit` on runs already in memory (used by the native matrix)."""
+    if metric_variant not in VARIANTS:
+        raise InputError("<metric_variant>", f"unknown metric variant {metric_variant!r}",
+                         expected=" | ".join(VARIANTS))
+    names = [r.name for r, _ in runs]
+    dup = {n for n in names if names.count(n) > 1}
+    if dup:
+        raise InputError(runs[0][0].path, f"run name(s) {sorted(dup)} used twice",
+                         expected="distinct run names (pass names=...)")
+    kk = int(k or max((r.k for r, _ in runs), default=60) or 60)
+    cfg = AuditConfig(kk, metric_variant, VARIANTS[metric_variant], n_resamples, seed,
+                      confidence, min_change)
+    scores: dict[str, RunScores] = {}
+    coded = {}
+    for run, lin in runs:
+        key = id(lin)
+        if key not in coded:
+            coded[key] = code_lineage(lin)
+        scores[run.name] = rescore(run, coded[key], gold, kk, metric_variant)
+    by_name = {r.name: (r, lin) for r, lin in runs}
+    ordered = [scores[n] for n in names]
+
+    grp = {str(k2): list(v) for k2, v in (groups or {"all": names}).items()}
+    for gname, members in grp.items():
+        unknown = [m for m in members if m not in scores]
+        if unknown:
+            raise InputError("<groups>", f"group {gname!r} names unknown run(s) {unknown}",
+                             expected=f"run names among {names}")
+    if pairs is None:
+        seen: set[tuple[str, str]] = set()
+        plist: list[tuple[str, str]] = []
+        for members in grp.values():
+            for a, b in combinations(members, 2):
+                if (a, b) not in seen:
+                    seen.add((a, b))
+                    plist.append((a, b))
+    else:
+        plist = [(a, b) for a, b in pairs]
+        for a, b in plist:
+            if a not in scores or b not in scores:
+                raise InputError("<pairs>", f"unknown run in pair ({a}, {b})",
+                                 expected=f"run names among {names}")
+
+    result = AuditResult(
+        config=cfg,
+        runs=[_run_summary(scores[n], *by_name[n]) for n in names],
+        shifts=[s for rs in ordered for s in _shifts(rs, n_resamples, seed, confidence)],
+        coverage_gap=_coverage_gap(ordered, n_resamples, seed, confidence),
+        instability=[e for rs in ordered for e in _instability(rs, min_change)],
+        comparisons=[_compare(scores[a], scores[b], n_resamples, seed, confidence)
+                     for a, b in plist],
+        recommendations=[_recommend(gname, [scores[m] for m in members])
+                         for gname, members in grp.items() if len(members) >= 2],
+        contested={},
+        scores=scores,
+    )
+    cases: list[ct.ContestedCase] = []
+    per_run_cases: dict[str, int] = {}
+    for n in names:
+        run, lin = by_name[n]
+        cs = ct.extract_cases(scores[n], run, lin, gold)
+        per_run_cases[n] = len(cs)
+        cases.extend(cs)
+    buckets: dict[str, int] = {}
+    for c in cases:
+        buckets[c.rank_bucket] = buckets.get(c.rank_bucket, 0) + 1
+    result.contested = {"total": len(cases), "per_run": per_run_cases, "by_rank_bucket": buckets,
+                        "definition": "raw_miss / source_hit / canonical_hit on the run's "
+                                      "shared subset; credited memory = best-ranked Canonical hit"}
+    if labels:
+        known = {c.case_id for c in cases}
+        labs = [lab for p in labels for lab in ct.read_labels(p, known)]
+        sem = ct.semantic_audit(cases, labs)
+        result.semantic = {k2: v for k2, v in sem.as_dict().items() if k2 != "majority_per_case"}
+
+    if out_dir is not None:
+        _write_outputs(Path(out_dir), result, runs, gold, cases, export_trec)
+    return result
+
+
+def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun, Lineage]],
+                   gold: Gold, cases: list[ct.ContestedCase], export_trec: bool) -> None:
+    from twistbench.audit.report import render_markdown
+
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"json": "audit.json", "markdown": "audit.md", "per_query": "per_query.jsonl",
+             "contested_cases": "contested_cases.jsonl",
+             "labels_template": "contested_labels_template.csv"}
+    with open(out / files["per_query"], "w", encoding="utf-8") as fh:
+        for rs in result.scores.values():
+            for i, q in enumerate(rs.qids):
+                row: dict[str, Any] = {"run": rs.name, "query_id": q,
+                                       "category": rs.categories[i]}
+                for t in TARGETS:
+                    row[t] = {"eligible": int(rs.n_rel[t][i]),
+                              "first_hit": int(rs.first_hit[t][i]),
+                              **{m: rs.scores[t][m][i] for m in METRICS}}
+                fh.write(json.dumps(_clean(row), sort_keys=True) + "\n")
+            for q, err in rs.errors.items():
+                fh.write(json.dumps({"run": rs.name, "query_id": q, "error": err}) + "\n")
+            for q in rs.missing:
+                fh.write(json.dumps({"run": rs.name, "query_id": q,
+                                     "error": "no trace line for this query"}) + "\n")
+    ct.write_cases(out / files["contested_cases"], cases)
+    ct.write_template(out / files["labels_template"], cases)
+    if export_trec:
+        files["trec"] = "trec/"
+        export_trec_files(out / "trec", runs, gold, result.config.k)
+    result.files = files
+    (out / files["json"]).write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True)
+                                     + "\n", encoding="utf-8")
+    (out / files["markdown"]).write_text(render_markdown(result), encoding="utf-8")
+
+
+def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
+                      k: int, score_mode: str = "rank") -> dict[str, dict[str, str]]:
+    """Per run: trec/<run>/run.txt and qrels.<raw|src|can>.txt (binary, eligible ids only).
+
+    ranx or pytrec_eval re-check our numbers from these (with score_mode "rank" the written
+    scores are strictly decreasing, so their tie handling cannot reorder the list). Queries
+    without any eligible id under a target have no qrels line there (and are not scored).
+    """
+    out = Path(out)
+    written: dict[str, dict[str, str]] = {}
+    for run, lin in runs:
+        from twistbench.audit.metrics import select_queries
+
+        d = out / _safe_dir(run.name)
+        cl = code_lineage(lin)
+        qids = select_queries(run, gold)[0]
+        cq = code_queries(run, gold, cl, qids, k)
+        ts = build_targets(cq, cl)
+        trimmed = TraceRun(run.name, run.path, k,
+                           {q: _cut(run.traces[q], k) for q in qids})
+        files = {"run": str(d / "run.txt")}
+        write_trec_run(d / "run.txt", trimmed, qids, score_mode=score_mode)
+        for t in TARGETS:
+            files[t] = str(d / f"qrels.{t}.txt")
+            write_trec_qrels(d / f"qrels.{t}.txt", eligible_ids(cq, ts, cl, t))
+        written[run.name] = files
+    return written
+
+
+def _cut(t, k):  # noqa: ANN001, ANN202 - tiny helper
+    from twistbench.audit.traces import Trace
+
+    return Trace(t.query_id, t.ids[:k], t.scores[:k], k)
+
+
+def _safe_dir(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_.=" else "_" for c in name) or "run"

@@ -1,0 +1,391 @@
+"""TIAP plain-file inputs: ranked traces, lineage, gold; and TREC export for re-checking.
+
+Formats (all UTF-8; JSONL = one JSON object per line, blank lines ignored):
+
+traces (JSONL), one line per query:
+    {"query_id": "q1", "k": 60, "results": [{"id": "m7", "score": 3.2}, ...]}
+  or, for a query whose system call failed (an error: counted, never scored):
+    {"query_id": "q1", "error": "timeout: ..."}
+  Results are in rank order (best first). A repeated memory id keeps its first (best) rank;
+  the repeats are counted and reported. `k` is optional (default: the number of results).
+traces (TREC run format), one line per retrieved id: `qid Q0 docid rank score tag`. Lines are
+  ordered per query by score (descending), ties by the rank column, as trec_eval does for scores.
+lineage (JSONL), one line per stored memory (the LineageRecord of model.py plus a scope):
+    {"conversation": "conv-26", "memory_id": "m7", "sources": ["D1:3"], "raw": false,
+     "canonical": true, "text": "..."}
+  Memory ids and anchors are scoped by `conversation` (default ""): a store is per conversation,
+  and LoCoMo turn ids repeat across conversations.
+gold (JSONL), one line per query:
+    {"query_id": "q1", "conversation": "conv-26", "anchors": ["D1:3", "D2:8"],
+     "category": "4", "question": "...", "answer": "...", "anchor_texts": {"D1:3": "..."}}
+  `anchors` is s(q), the source evidence; `question`, `answer` and `anchor_texts` are used only
+  by the contested-credit extraction.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from twistbench.errors import InputError, pydantic_to_input_error
+from twistbench.model import LineageRecord
+
+# ---------------------------------------------------------------------------------------------
+# Records
+
+
+@dataclass
+class Trace:
+    """One query's ranked output: memory ids best first, their scores, and the cutoff k."""
+
+    query_id: str
+    ids: list[str]
+    scores: list[float]
+    k: int
+
+
+@dataclass
+class TraceRun:
+    """All traces of one run (one system / store configuration)."""
+
+    name: str
+    path: str
+    k: int
+    traces: dict[str, Trace]
+    errors: dict[str, str] = field(default_factory=dict)  # query id -> error message
+    duplicates_dropped: int = 0
+
+
+class LineageRow(LineageRecord):
+    """A LineageRecord with the conversation (store) it belongs to."""
+
+    model_config = ConfigDict(extra="forbid")
+    conversation: str = ""
+
+
+class GoldQuery(BaseModel):
+    """A benchmark query's source evidence s(q) and what the semantic audit needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query_id: str = Field(min_length=1)
+    conversation: str = ""
+    anchors: list[str] = Field(default_factory=list)
+    category: str = ""
+    question: str = ""
+    answer: str = ""
+    anchor_texts: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("category", "answer", mode="before")
+    @classmethod
+    def _to_str(cls, v: Any) -> Any:
+        # LoCoMo has integer categories and 6 integer answers.
+        if v is None:
+            return ""
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return str(v)
+        return v
+
+
+@dataclass
+class Lineage:
+    """The lineage contract of one store: rows keyed by (conversation, memory id)."""
+
+    path: str
+    rows: list[LineageRow]
+
+    def by_key(self) -> dict[tuple[str, str], LineageRow]:
+        return {(r.conversation, r.memory_id): r for r in self.rows}
+
+
+@dataclass
+class Gold:
+    path: str
+    queries: dict[str, GoldQuery]  # in file order
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line; InputError on bad JSON or non-objects."""
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(str(path), f"invalid JSON: {exc.msg}", where=f"line {lineno}",
+                                 expected="one JSON object per line") from exc
+            if not isinstance(obj, dict):
+                raise InputError(str(path), "not a JSON object", where=f"line {lineno}",
+                                 expected="one JSON object per line")
+            yield lineno, obj
+
+
+def _run_name(path: Path) -> str:
+    # A run folder written by `twist trace` holds traces.jsonl: name the run after the folder.
+    if path.stem in ("traces", "run") and path.parent.name:
+        return path.parent.name
+    return path.stem
+
+
+def read_traces(path: str | Path, name: str | None = None, fmt: str | None = None) -> TraceRun:
+    """Read a trace file (JSONL or TREC run format, chosen by `fmt` or by the content).
+
+    A trace line with "error" is recorded in `errors` (excluded from every metric). Repeated
+    memory ids within one query keep their first rank and are counted in `duplicates_dropped`.
+    """
+    path = Path(path)
+    if fmt is None:
+        fmt = _sniff(path)
+    if fmt == "jsonl":
+        run = _read_traces_jsonl(path)
+    elif fmt == "trec":
+        run = _read_traces_trec(path)
+    else:
+        raise InputError(str(path), f"unknown trace format {fmt!r}", expected="'jsonl' or 'trec'")
+    if name:
+        run.name = name
+    return run
+
+
+def _sniff(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    return "jsonl" if line.lstrip().startswith("{") else "trec"
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    return "jsonl"
+
+
+def _dedupe(ids: list[str], scores: list[float]) -> tuple[list[str], list[float], int]:
+    seen: set[str] = set()
+    out_i: list[str] = []
+    out_s: list[float] = []
+    for i, s in zip(ids, scores):
+        if i in seen:
+            continue
+        seen.add(i)
+        out_i.append(i)
+        out_s.append(s)
+    return out_i, out_s, len(ids) - len(out_i)
+
+
+def _read_traces_jsonl(path: Path) -> TraceRun:
+    traces: dict[str, Trace] = {}
+    errors: dict[str, str] = {}
+    dropped = 0
+    kmax = 0
+    for lineno, obj in _jsonl(path):
+        where = f"line {lineno}"
+        qid = obj.get("query_id")
+        if not isinstance(qid, str) or not qid:
+            raise InputError(str(path), "missing or empty query id", where=where,
+                             field="query_id", expected="a non-empty string")
+        if qid in traces or qid in errors:
+            raise InputError(str(path), f"query {qid!r} appears twice", where=where,
+                             field="query_id", expected="one line per query")
+        unknown = set(obj) - {"query_id", "k", "results", "error", "conversation", "meta"}
+        if unknown:
+            raise InputError(str(path), f"unknown field(s) {sorted(unknown)}", where=where,
+                             expected="query_id, k, results, error, conversation, meta")
+        if obj.get("error"):
+            errors[qid] = str(obj["error"])
+            continue
+        results = obj.get("results")
+        if not isinstance(results, list):
+            raise InputError(str(path), "results is not a list", where=where, field="results",
+                             expected='a list of {"id": str, "score": number}')
+        ids: list[str] = []
+        scores: list[float] = []
+        for pos, r in enumerate(results):
+            if (not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]
+                    or not _is_number(r.get("score"))):
+                raise InputError(str(path), f"bad result at position {pos}", where=where,
+                                 field=f"results[{pos}]",
+                                 expected='{"id": non-empty string, "score": finite number}')
+            ids.append(r["id"])
+            scores.append(float(r["score"]))
+        k = obj.get("k", len(ids))
+        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+            raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
+                             expected="a non-negative integer")
+        ids, scores, d = _dedupe(ids[:k], scores[:k])
+        dropped += d
+        kmax = max(kmax, k)
+        traces[qid] = Trace(qid, ids, scores, k)
+    return TraceRun(_run_name(path), str(path), kmax, traces, errors, dropped)
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+_WS = re.compile(r"\s+")
+
+
+def _read_traces_trec(path: Path) -> TraceRun:
+    rows: dict[str, list[tuple[float, int, str]]] = {}
+    try:
+        fh = open(path, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    with fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            parts = _WS.split(line.strip())
+            if len(parts) != 6:
+                raise InputError(str(path), f"{len(parts)} columns", where=f"line {lineno}",
+                                 expected="6 columns: qid Q0 docid rank score tag")
+            qid, _q0, doc, rank_s, score_s, _tag = parts
+            try:
+                rank = int(rank_s)
+                score = float(score_s)
+            except ValueError as exc:
+                raise InputError(str(path), f"rank {rank_s!r} / score {score_s!r}",
+                                 where=f"line {lineno}", field="rank/score",
+                                 expected="an integer rank and a numeric score") from exc
+            if not math.isfinite(score):
+                raise InputError(str(path), f"score {score_s!r}", where=f"line {lineno}",
+                                 field="score", expected="a finite number")
+            rows.setdefault(qid, []).append((score, rank, doc))
+    traces: dict[str, Trace] = {}
+    dropped = 0
+    kmax = 0
+    for qid, lst in rows.items():
+        lst.sort(key=lambda t: (-t[0], t[1]))
+        ids, scores, d = _dedupe([t[2] for t in lst], [t[0] for t in lst])
+        dropped += d
+        kmax = max(kmax, len(lst))
+        traces[qid] = Trace(qid, ids, scores, len(lst))
+    return TraceRun(_run_name(path), str(path), kmax, traces, {}, dropped)
+
+
+def read_lineage(path: str | Path) -> Lineage:
+    """Read a lineage JSONL file; InputError on a bad row or a repeated (conversation, id)."""
+    path = Path(path)
+    rows: list[LineageRow] = []
+    seen: set[tuple[str, str]] = set()
+    for lineno, obj in _jsonl(path):
+        try:
+            row = LineageRow.model_validate(obj)
+        except ValidationError as exc:
+            raise pydantic_to_input_error(str(path), f"line {lineno}", exc) from exc
+        key = (row.conversation, row.memory_id)
+        if key in seen:
+            raise InputError(str(path), f"memory id {row.memory_id!r} repeated in conversation "
+                             f"{row.conversation!r}", where=f"line {lineno}", field="memory_id",
+                             expected="one line per stored memory")
+        seen.add(key)
+        rows.append(row)
+    return Lineage(str(path), rows)
+
+
+def read_gold(path: str | Path) -> Gold:
+    """Read a gold JSONL file; InputError on a bad row or a repeated query id."""
+    path = Path(path)
+    out: dict[str, GoldQuery] = {}
+    for lineno, obj in _jsonl(path):
+        try:
+            g = GoldQuery.model_validate(obj)
+        except ValidationError as exc:
+            raise pydantic_to_input_error(str(path), f"line {lineno}", exc) from exc
+        if g.query_id in out:
+            raise InputError(str(path), f"query {g.query_id!r} appears twice",
+                             where=f"line {lineno}", field="query_id", expected="one line per query")
+        out[g.query_id] = g
+    return Gold(str(path), out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+
+
+def _write_jsonl(path: Path, objs: Iterable[dict[str, Any]]) -> int:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for o in objs:
+            fh.write(json.dumps(o, ensure_ascii=False, sort_keys=True) + "\n")
+            n += 1
+    return n
+
+
+def write_traces_jsonl(path: str | Path, run: TraceRun) -> int:
+    """Write a TraceRun as trace JSONL (errors included as error lines)."""
+    def gen() -> Iterator[dict[str, Any]]:
+        for t in run.traces.values():
+            yield {"query_id": t.query_id, "k": t.k,
+                   "results": [{"id": i, "score": s} for i, s in zip(t.ids, t.scores)]}
+        for qid, err in run.errors.items():
+            yield {"query_id": qid, "error": err}
+    return _write_jsonl(Path(path), gen())
+
+
+def write_lineage_jsonl(path: str | Path, rows: Iterable[LineageRow]) -> int:
+    return _write_jsonl(Path(path), (r.model_dump() for r in rows))
+
+
+def write_gold_jsonl(path: str | Path, queries: Iterable[GoldQuery]) -> int:
+    return _write_jsonl(Path(path), (q.model_dump() for q in queries))
+
+
+def trec_id(s: str) -> str:
+    """A TREC-safe token: whitespace would split columns, so it is percent-encoded (and '%')."""
+    if not _WS.search(s) and "%" not in s:
+        return s
+    return "".join(f"%{ord(c):02X}" if (c.isspace() or c == "%") else c for c in s)
+
+
+def write_trec_run(path: str | Path, run: TraceRun, query_ids: Sequence[str] | None = None,
+                   score_mode: str = "rank", tag: str | None = None) -> int:
+    """Write a run in TREC format. score_mode "rank" writes k - rank + 1 (strictly decreasing,
+    so trec_eval, pytrec_eval and ranx keep exactly our order even where the system tied);
+    "original" writes the system's scores."""
+    if score_mode not in ("rank", "original"):
+        raise ValueError(f"score_mode {score_mode!r} (expected 'rank' or 'original')")
+    tag = tag or trec_id(run.name)
+    qids = list(query_ids) if query_ids is not None else list(run.traces)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for q in qids:
+            t = run.traces.get(q)
+            if t is None:
+                continue
+            for r, (i, s) in enumerate(zip(t.ids, t.scores), start=1):
+                sc = float(len(t.ids) - r + 1) if score_mode == "rank" else s
+                fh.write(f"{trec_id(q)} Q0 {trec_id(i)} {r} {sc!r} {tag}\n")
+                n += 1
+    return n
+
+
+def write_trec_qrels(path: str | Path, qrels: dict[str, list[str]]) -> int:
+    """Write binary qrels (`qid 0 docid 1`), one line per eligible memory id."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with open(path, "w", encoding="utf-8") as fh:
+        for q, docs in qrels.items():
+            for d in docs:
+                fh.write(f"{trec_id(q)} 0 {trec_id(d)} 1\n")
+                n += 1
+    return n
