@@ -1,0 +1,126 @@
+"""`twist report`: re-score saved run folders (no system is called) and render the profile.
+
+For each run folder: read the manifest, load the dataset it names again (or take the one given),
+check that its key sha256 is the one the run used, read items.jsonl, and score every track that
+ran with the same pure functions the run used. The numbers are therefore identical to the ones
+printed at the end of `twist run`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twistbench.contract import Capabilities
+from twistbench.errors import InputError
+from twistbench.model import Dataset
+from twistbench.report.profile import Profile, ProfileEntry, group_by_key
+from twistbench.report.render import profile_json, render_markdown
+from twistbench.runs.folder import RunFolder, read_manifest
+from twistbench.runs.records import ItemRecord
+from twistbench.stats import TrackResult
+from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
+
+
+def restrict(dataset: Dataset, conversations: list[str] | None) -> Dataset:
+    """The dataset cut down to these conversations (a run limited with --conversation)."""
+    if not conversations:
+        return dataset
+    keep = set(conversations)
+    data: dict[str, Any] = {"conversations": [c for c in dataset.conversations if c.id in keep]}
+    for fld in Dataset.ITEM_FIELDS:
+        data[fld] = [it for it in getattr(dataset, fld) if it.conversation in keep]
+    return dataset.model_copy(update=data)
+
+
+def capabilities_from_manifest(manifest: dict[str, Any], where: str) -> Capabilities:
+    caps = (manifest.get("system") or {}).get("capabilities")
+    if not isinstance(caps, dict):
+        raise InputError(where, "missing", field="system.capabilities",
+                         expected="the system's capability flags")
+    known = set(Capabilities().as_dict())
+    return Capabilities(**{k: bool(v) for k, v in caps.items() if k in known})
+
+
+def load_run_dataset(manifest: dict[str, Any], where: str, locomo: Path | None = None) -> Dataset:
+    """Load the dataset a run used, from the manifest's dataset.source."""
+    from twistbench.datasets import DatasetOptions, load_dataset
+
+    src = (manifest.get("dataset") or {}).get("source") or {}
+    name = src.get("name")
+    if not name:
+        raise InputError(where, "the manifest does not say how to load its dataset",
+                         field="dataset.source.name",
+                         expected="a run written by `twist run` (or pass the dataset)")
+    loc = locomo or (Path(src["locomo"]) if src.get("locomo") else None)
+    opts = DatasetOptions(locomo=loc, errata=src.get("errata"),
+                          include_crisis=bool(src.get("include_crisis")))
+    return load_dataset(name, opts)
+
+
+def score_folder(folder: str | Path, dataset: Dataset | None = None,
+                 locomo: Path | None = None) -> tuple[ProfileEntry, Dataset, list[ItemRecord]]:
+    """Re-score one run folder. Raises InputError if the dataset's key sha256 differs from the
+    run's (a report on another key would silently mix items)."""
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    where = str(folder / "manifest.json")
+    if dataset is None:
+        dataset = load_run_dataset(manifest, where, locomo)
+    want = (manifest.get("dataset") or {}).get("sha256")
+    if want != dataset.key_sha256:
+        raise InputError(where, f"the run used key sha256 {want}, the dataset loaded now has "
+                         f"{dataset.key_sha256}", field="dataset.sha256",
+                         expected="the same key file (and LoCoMo file) the run used")
+    conversations = (manifest.get("config") or {}).get("conversations")
+    dataset = restrict(dataset, conversations)
+    caps = capabilities_from_manifest(manifest, where)
+    records = RunFolder(folder).records()
+    plan: dict[str, str] = manifest.get("tracks") or {}
+    ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
+    scores = score_run(dataset, records, caps, keys=ran)
+    for k in TRACK_ORDER:
+        if k not in ran:
+            reason = plan.get(k, "not run")
+            reason = reason[5:] if reason.startswith("N/A: ") else reason
+            scores.tracks[k] = TrackResult.not_applicable(k, TRACKS[k].title, reason)
+    system = (manifest.get("system") or {}).get("name") or folder.name
+    return ProfileEntry(system=system, scores=scores, run=str(folder)), dataset, records
+
+
+@dataclass
+class RunsReport:
+    profiles: list[Profile]
+    markdown: str
+    data: dict[str, Any]
+    entries: list[ProfileEntry] = field(default_factory=list)
+
+    def print(self, console: Any) -> None:
+        """Print the Markdown through rich (tables render as tables)."""
+        from rich.markdown import Markdown
+
+        console.print(Markdown(self.markdown))
+
+
+def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:
+    """Profiles (one per key) for in-memory scores, rendered as Markdown and JSON data."""
+    profiles = group_by_key(entries)
+    md = "\n".join(render_markdown(p, details=details) for p in profiles)
+    data = {"format": "twist-report/1", "profiles": [profile_json(p) for p in profiles]}
+    return RunsReport(profiles=profiles, markdown=md, data=data, entries=entries)
+
+
+def report_runs(folders: list[Path], locomo: Path | None = None, dataset: Dataset | None = None,
+                details: bool = True) -> RunsReport:
+    """Re-score run folders without calling any system; one profile per dataset key.
+
+    `dataset`: use this dataset instead of loading the one each manifest names (it must have the
+    run's key sha256). `locomo`: path of locomo10.json for LoCoMo-based datasets, overriding the
+    one recorded in the manifest."""
+    entries = [score_folder(f, dataset=dataset, locomo=locomo)[0] for f in folders]
+    return report_entries(entries, details=details)
+
+
+def scores_of(entry: ProfileEntry) -> RunScores:
+    return entry.scores
