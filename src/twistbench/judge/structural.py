@@ -163,48 +163,38 @@ def clause_ids(text: str) -> list[int]:
 def mark_mentions(text: str, mentions: list[Mention]) -> list[Mention]:
     """Set each mention's currency mark ("new", "old", "both" or "unmarked") from cue words.
 
-    A cue before a value counts when it lies after the previous value mention and within
-    _CUE_WINDOW tokens (_TIGHT_WINDOW for short common words); a cue after a value counts when
-    it follows within _POST_WINDOW tokens, before the next mention. With both kinds of cue
-    around one value the nearest wins; a tie is "both" (which marks nothing)."""
+    A cue before a value can mark it when it lies after the previous value mention, in the same
+    clause, within _CUE_WINDOW tokens (_TIGHT_WINDOW for short common words); a post-value cue
+    can mark the value it follows within _POST_WINDOW tokens. A cue that could mark two values
+    ("Paris at first, then Berlin") goes to the nearer one, a tie to the value after it. With
+    both kinds of cue on one value the nearest wins; a tie is "both" (which marks nothing)."""
     toks = tokens(text)
     clause = clause_ids(text)
     assert len(clause) == len(toks)
-    spans = {
-        "new": _cue_spans(toks, NEW_CUES),
-        "old": _cue_spans(toks, OLD_CUES),
-    }
-    post_spans = {
-        "new": _cue_spans(toks, NEW_POST_CUES),
-        "old": _cue_spans(toks, OLD_POST_CUES),
-    }
-    pre_best: list[dict[str, tuple[int, str, tuple[int, int]]]] = []
-    claimed: set[tuple[int, int]] = set()  # cue spans used as a pre-cue of some mention
-    for m in mentions:
+    # candidate attachments: cue span -> list of (distance, is_post, mention index, label, cue)
+    attach: dict[tuple[int, int], list[tuple[int, int, int, str, str]]] = {}
+    for mi, m in enumerate(mentions):
         prev_end = max((x.end for x in mentions if x.end <= m.start), default=0)
-        best: dict[str, tuple[int, str, tuple[int, int]]] = {}
-        for label in ("new", "old"):
-            for s, e, cue in spans[label]:
+        next_start = min((x.start for x in mentions if x.start >= m.end), default=len(toks))
+        for label, cues in (("new", NEW_CUES), ("old", OLD_CUES)):
+            for s, e, cue in _cue_spans(toks, cues):
                 window = _TIGHT_WINDOW if cue in TIGHT_CUES else _CUE_WINDOW
                 if (prev_end <= s and e <= m.start and m.start - e <= window
                         and clause[s] == clause[m.start]):
-                    d = m.start - e
-                    if label not in best or d < best[label][0]:
-                        best[label] = (d, cue, (s, e))
-        claimed.update(b[2] for b in best.values())
-        pre_best.append(best)
-    for m, best in zip(mentions, pre_best):
-        next_start = min((x.start for x in mentions if x.start >= m.end), default=len(toks))
-        for label in ("new", "old"):
-            for s, e, cue in post_spans[label]:
-                # a cue that already marks the next value ("X; previously Y") is not X's
-                if any(cs <= s < ce for cs, ce in claimed):
-                    continue
+                    attach.setdefault((s, e), []).append((m.start - e, 0, mi, label, cue))
+        for label, cues in (("new", NEW_POST_CUES), ("old", OLD_POST_CUES)):
+            for s, e, cue in _cue_spans(toks, cues):
                 if (m.end <= s and e <= next_start and s - m.end <= _POST_WINDOW
                         and clause[s] == clause[m.end - 1]):
-                    d = s - m.end
-                    if label not in best or d < best[label][0]:
-                        best[label] = (d, cue, (s, e))
+                    attach.setdefault((s, e), []).append((s - m.end, 1, mi, label, cue))
+    marks: list[dict[str, tuple[int, str]]] = [{} for _ in mentions]
+    for options in attach.values():
+        d, _, mi, label, cue = min(options)  # nearest value; a tie goes to the pre-cue reading
+        # the same span may read as several cues of one kind ("instead" in "instead of"):
+        # keep the nearest per label
+        if label not in marks[mi] or d < marks[mi][label][0]:
+            marks[mi][label] = (d, cue)
+    for m, best in zip(mentions, marks):
         m.cues = [best[k][1] for k in sorted(best)]
         if len(best) == 1:
             m.mark = next(iter(best))
