@@ -158,7 +158,7 @@ class Label:
 def read_labels(path: str | Path, known_cases: Iterable[str] | None = None) -> list[Label]:
     """Labels from a CSV with columns case_id, rater, label (others ignored).
 
-    Rows whose rater and label are both empty (an unfilled template row) are skipped. A bad
+    Rows with an empty label (unfilled template rows) are skipped. A bad
     label, a missing rater, an unknown case id or a repeated (case, rater) is an InputError
     naming the file, line and field.
     """
@@ -183,7 +183,7 @@ def read_labels(path: str | Path, known_cases: Iterable[str] | None = None) -> l
             case = (row.get("case_id") or "").strip()
             rater = (row.get("rater") or "").strip()
             label = (row.get("label") or "").strip().lower()
-            if not rater and not label:
+            if not label:  # an unfilled template row (rater may be prefilled)
                 continue
             if not case:
                 raise InputError(str(path), "empty case id", where=where, field="case_id",
