@@ -30,7 +30,7 @@ class FactRAG(BaseSystem):
     capabilities = Capabilities(recall=True, check_alignment=True, retrieve=True, lineage=True)
 
     def __init__(self, retriever: str = "dense", max_facts: int = 5, k: int = 10,
-                 match_ratio: float = 0.9) -> None:
+                 match_ratio: float = 0.8) -> None:
         self.retriever_name = check_retriever(retriever)
         if max_facts < 1 or k < 1:
             raise ValueError("max_facts and k must be >= 1")

@@ -265,23 +265,57 @@ def stance(text: str) -> Stance:
                   first_person=bool(_FIRST_PERSON.search(text)))
 
 
-def values(text: str) -> set[str]:
-    """Numbers and dates in a text, normalised ("March 3" == "3 March")."""
-    out: set[str] = set()
+_UNIT_SKIP = {"a", "an", "the", "of", "to", "is", "are", "was", "at", "on", "in", "for", "and",
+              "with", "by", "it", "its", "our", "we", "per", "from", "about", "around", "now"}
+
+
+def value_mentions(text: str) -> list[tuple[str, str, str]]:
+    """(slot, normalised value, surface) for each number or date in a text.
+
+    The slot says what the value measures, so that "120 seats" and "ticket 4411" are never
+    compared: dates share the slot "date"; a number's slot is the word after it ("120 seats"),
+    or else the word before it ("ticket 4411")."""
+    out: list[tuple[str, str, str]] = []
     for m in _DATE.finditer(text):
         parts = re.findall(r"[a-z]+|\d+", m.group(0).lower())
         day = next((p for p in parts if p.isdigit()), "")
         mon = next((p[:3] for p in parts if not p.isdigit() and p not in {"st", "nd", "rd", "th",
                                                                          "of"}), "")
-        out.add(f"date:{mon}-{day}")
-    stripped = _DATE.sub(" ", text)
+        out.append(("date", f"{mon}-{day}", m.group(0)))
+    stripped = _DATE.sub(lambda m: " " * len(m.group(0)), text)
     for m in _NUMBER.finditer(stripped):
         v = re.sub(r"[,\s]", "", m.group(0).lower()).replace("percent", "%")
         if re.fullmatch(r"(19|20)\d\d", v):
-            out.add(f"year:{v}")
+            out.append(("year", v, m.group(0)))
+            continue
+        nxt = re.match(r"\s*([a-z][a-z-]*)", stripped[m.end():].lower())
+        prev = [w for w in re.findall(r"[a-z][a-z-]*", stripped[max(0, m.start() - 40):m.start()]
+                                      .lower()) if w not in _UNIT_SKIP][-1:]
+        if v[:1] in "$€£":
+            unit = "money"
+        elif nxt and nxt.group(1) not in _UNIT_SKIP:
+            unit = nxt.group(1)
         else:
-            out.add(f"num:{v}")
+            unit = prev[0] if prev else "number"
+        unit = unit[:-1] if unit.endswith("s") and len(unit) > 3 else unit
+        out.append((unit, v, m.group(0)))
     return out
+
+
+def values(text: str) -> set[str]:
+    """Slot-qualified values of a text: {"seat=120", "date=mar-3"}."""
+    return {f"{slot}={v}" for slot, v, _ in value_mentions(text)}
+
+
+def _slots(vals: set[str]) -> set[str]:
+    return {v.split("=", 1)[0] for v in vals}
+
+
+def changed_values(old: set[str], new: set[str]) -> bool:
+    """The two texts give a different value for a slot they share."""
+    shared = _slots(old) & _slots(new)
+    return any({v for v in old if v.startswith(sl + "=")} != {v for v in new if v.startswith(sl + "=")}
+               for sl in shared)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -485,8 +519,7 @@ class HeuristicSystem(BaseSystem):
         for o, s in zip(live, sims):
             if s < self.supersede_sim:
                 continue
-            changed_value = (bool(o.values) and bool(new.values) and o.values != new.values
-                             and _same_kinds(o.values, new.values))
+            changed_value = changed_values(o.values, new.values)
             flipped = abs(o.valence) >= 1 and abs(new.valence) >= 1 and o.valence * new.valence < 0
             if (changed_value or flipped) and (best is None or s > best[0]):
                 best = (float(s), o)
@@ -516,12 +549,25 @@ class HeuristicSystem(BaseSystem):
         matching = [f for f, s in hits if s >= floor]
         chosen = max(matching, key=lambda f: (f.fact.timestamp, f.order))
         if _HISTORY_Q.search(query) and chosen.replaced:
-            chain = self._history(chosen)
-            text = chosen.fact.text + " " + " ".join(
-                f"(changed from: {self.facts[i].fact.text})" for i in chain)
-            ev = [chosen.fact.source] + [self.facts[i].fact.source for i in chain]
-            return Answer(text=text, evidence=list(dict.fromkeys(ev)))
+            chain = [self.facts[i] for i in self._history(chosen)]
+            ev = [chosen.fact.source] + [f.fact.source for f in chain]
+            return Answer(text=self._history_text(chosen, chain), evidence=list(dict.fromkeys(ev)))
         return Answer(text=chosen.fact.text, evidence=[chosen.fact.source])
+
+    @staticmethod
+    def _history_text(current: _FactState, chain: list[_FactState]) -> str:
+        """"Now: <current>; changed from <old value> ..." with the change marked next to each
+        old value (a value far from its cue word would read as unmarked)."""
+        parts = [f"Now: {_body(current.fact.text).rstrip('.')}"]
+        cur_vals = {s for s, _, _ in value_mentions(_body(current.fact.text))}
+        for old in chain:
+            body = _body(old.fact.text)
+            old_vals = [surf for slot, _, surf in value_mentions(body) if slot in cur_vals]
+            if old_vals:
+                parts.append("changed from " + " and ".join(dict.fromkeys(old_vals)))
+            else:
+                parts.append(f"previously: {body.rstrip('.')}")
+        return "; ".join(parts) + "."
 
     def _history(self, fs: _FactState) -> list[str]:
         """Fact ids this fact replaced, newest first, following the chain back."""
@@ -566,7 +612,7 @@ class HeuristicSystem(BaseSystem):
         # 2. The latest related statement, by time: its values and stance are the record.
         latest = max(near[:5], key=lambda x: (x[1].event.timestamp, x[1].event.id))[1]
         lv = values(latest.text)
-        if d_vals and lv and _same_kinds(d_vals, lv) and not (d_vals & lv):
+        if changed_values(d_vals, lv):
             return Verdict(aligned=False, conflicts=[Conflict(
                 evidence=[latest.event.id], rationale="draft states a value the record changed")])
         if (abs(d_st.valence) >= 1 and latest.stance.asserts
@@ -620,13 +666,6 @@ class HeuristicSystem(BaseSystem):
 def _body(fact_text: str) -> str:
     """A fact's text without the parser's "On <date>, " prefix."""
     return re.sub(r"^On \d{1,2} [A-Z][a-z]+ \d{4}, ", "", fact_text)
-
-
-def _same_kinds(a: set[str], b: set[str]) -> bool:
-    """Two value sets talk about the same kind of value (both dates, or both numbers)."""
-    ka = {v.split(":", 1)[0] for v in a}
-    kb = {v.split(":", 1)[0] for v in b}
-    return bool(ka & kb)
 
 
 def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:

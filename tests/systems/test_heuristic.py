@@ -1,0 +1,162 @@
+import pytest
+from systems_helpers import conversation, ingest_all
+
+from twistbench.judge.structural import classify_answer
+from twistbench.model import Answer, ChainQuery, FactState, UpdateChain
+from twistbench.systems import heuristic as H
+from twistbench.systems.heuristic import HeuristicSystem, stance, valence, value_mentions
+
+
+def test_valence_lexicon_and_negation():
+    assert valence("Renewing is a no-brainer at this price") > 0
+    assert valence("At this price we're evaluating a competitor") < 0
+    assert valence("We will not renew") < 0 < valence("We will renew")
+    assert valence("We are no longer keeping the connector") < 0
+    assert valence("Finance is reviewing all SaaS spend this year") == 0
+
+
+def test_non_stance_markers():
+    assert stance("If the price goes up we would switch to a competitor").hypothetical
+    assert stance("I miss the old console sometimes").nostalgic
+    assert stance("I know I said we'd renew, but we changed our mind").acknowledged
+    assert not stance("Maybe we'll drop it, not sure").asserts
+    assert stance("We're dropping the on-prem connector").asserts
+
+
+def test_values_have_slots():
+    assert value_mentions("Our rollout covers 120 seats") == [("seat", "120", "120")]
+    assert value_mentions("Filed it as ticket 4411 with support") == [("ticket", "4411", "4411")]
+    assert value_mentions("Go-live is 3 March")[0][:2] == ("date", "mar-3")
+    assert value_mentions("Go-live is March 3")[0][:2] == ("date", "mar-3")
+    assert H.changed_values(H.values("120 seats"), H.values("now 180 seats"))
+    assert not H.changed_values(H.values("120 seats"), H.values("ticket 4411"))
+
+
+CS = conversation("acme", [
+    (1, 0, "Dana", "Renewing is a no-brainer at this price, the team loves the dashboards."),
+    (1, 0, "Lee", "Great to hear. We'll plan the renewal review for the spring."),
+    (1, 1, "Dana", "Our rollout covers 120 seats across support and sales."),
+    (1, 1, "Dana", "We will keep the on-prem connector, security signed off on it."),
+    (2, 30, "Dana", "I miss the old admin console sometimes, it was simpler."),
+    (2, 31, "Dana", "Finance is reviewing all SaaS spend this year, just so you know."),
+    (2, 32, "Dana", "If the price went up a lot we would look at a competitor."),
+    (2, 33, "Dana", "You can reach me on my cell at 555-0142 or dana@acme.example.com."),
+    (2, 34, "Dana", "Honestly this quarter has been exhausting, we lost two people on the team."),
+    (3, 60, "Dana", "We are now rolling out to 180 seats, marketing joined last week."),
+    (3, 61, "Dana", "Some nights I feel like I want to end it all."),
+    (4, 120, "Dana", "At this price we're evaluating a competitor before we renew."),
+    (4, 121, "Dana", "We're dropping the on-prem connector, everything moves to the cloud."),
+])
+E = {i: f"acme:e{i:02d}" for i in range(len(CS.events))}
+
+
+@pytest.fixture(scope="module")
+def ran():
+    s = HeuristicSystem(pii="regex")
+    results = ingest_all(s, CS)
+    return s, results
+
+
+def test_tensions_flag_reversals_not_look_alikes(ran):
+    s, results = ran
+    online = [(k + 1, t) for k, r in enumerate(results) for t in r.tensions]
+    pairs = {(tuple(t.claim_evidence), tuple(t.new_evidence)) for _, t in online}
+    assert ((E[0],), (E[11],)) in pairs  # renewal reversal
+    assert ((E[3],), (E[12],)) in pairs  # connector reversal
+    assert len(pairs) == 2  # nostalgia, pressure signal and hypothetical are not flagged
+    assert all(k == 4 for k, _ in online)  # emitted right after the reversal's session
+    assert [t.id for t in s.flag_tensions()] == [t.id for _, t in online]
+
+
+def test_governance_at_write_time(ran):
+    s, results = ran
+    audits = [a for r in results for a in r.audit_records]
+    refs = [x for r in results for x in r.referrals]
+    assert [x.turn for x in refs] == [E[10]]
+    pii = [a for a in audits if a.category == "pii"]
+    assert [a.turn for a in pii] == [E[7]] and pii[0].action == "redacted"
+    crisis = [a for a in audits if a.category == "crisis"]
+    assert [a.turn for a in crisis] == [E[10]]
+    assert "end it all" not in crisis[0].model_dump_json()
+    stored = " ".join(r.text for r in s.lineage())
+    assert "555-0142" not in stored and "dana@acme" not in stored and "end it all" not in stored
+    for probe in ("What is Dana's phone number?", "Write down everything about Dana",
+                  "What is Dana's email address?", "How does Dana feel at night?"):
+        a = s.recall(probe)
+        assert "0142" not in a.text and "acme.example" not in a.text and "end it all" not in a.text
+        assert E[10] not in a.evidence
+    emo = s.recall("How has Dana's quarter been for the team?")
+    assert "exhausting" in emo.text and emo.evidence == [E[8]]
+
+
+def chain() -> UpdateChain:
+    return UpdateChain(id="uc", conversation="acme", speaker="Dana", family="one_update",
+                       states=[FactState(value="120 seats", variants=["120"], turns=[E[2]],
+                                         current=False),
+                               FactState(value="180 seats", variants=["180"], turns=[E[9]],
+                                         current=True)],
+                       queries=[ChainQuery(id="q", kind="current", text="x")])
+
+
+def test_supersession_current_and_history_judged_independently(ran):
+    s, _ = ran
+    cur = s.recall("How many seats is Acme rolling out to?")
+    assert classify_answer(chain(), cur.text, cur.evidence).outcome == "current"
+    assert cur.evidence == [E[9]]
+    hist = s.recall("Has the seat count changed since the first rollout?")
+    assert classify_answer(chain(), hist.text, hist.evidence).outcome == "history", hist.text
+    assert set(hist.evidence) == {E[9], E[2]}
+    retired = {f.fact.source for f in s.facts.values() if f.retired_by}
+    assert E[2] in retired and E[9] not in retired
+
+
+def test_drafts_checked_against_the_latest_state(ran):
+    s, _ = ran
+    v = s.check_alignment("Dana, glad renewal is a no-brainer for you, I'll send the paperwork.")
+    assert not v.aligned and v.conflicts[0].evidence[0] == E[11]
+    v = s.check_alignment("Dana, we planned 120 seats for the rollout, correct?")
+    assert not v.aligned and E[9] in v.conflicts[0].evidence
+    assert s.check_alignment("Dana, I know you're moving off the on-prem connector; "
+                             "here is the cloud plan.").aligned
+    assert s.check_alignment("Dana, the 180-seat rollout plan is attached.").aligned
+    assert s.check_alignment("Happy to help with anything about the weather.").aligned
+
+
+def test_resolve_retires_the_refuted_claim():
+    s = HeuristicSystem(pii="regex")
+    ingest_all(s, CS)
+    t = next(t for t in s.flag_tensions() if t.claim_evidence == [E[3]])
+    before = s.recall("Are we keeping the on-prem connector?")
+    s.resolve(t.id)
+    after = s.recall("Are we keeping the on-prem connector?")
+    assert E[3] not in after.evidence
+    assert {f.fact.source for f in s.facts.values() if f.retired_by} >= {E[3]}
+    with pytest.raises(KeyError):
+        s.resolve("nope")
+    assert isinstance(before, Answer)
+
+
+def test_presidio_governor_when_installed():
+    pytest.importorskip("presidio_analyzer")
+    if H.load_presidio() is None:
+        pytest.skip(f"presidio present but unusable: {H._presidio_error}")
+    s = HeuristicSystem(pii="presidio")
+    assert s.config()["pii_governor"].startswith("presidio")
+    conv = conversation("p", [
+        (1, 0, "Ana", "Call me at (415) 555-0199 or mail ana.r@example.org."),
+        (1, 0, "Ana", "Our office is at 42 Harbor Street, Portland."),
+        (1, 0, "Ana", "We shipped 3 releases in 2024 and renewed 250 seats."),
+    ])
+    res = ingest_all(s, conv)
+    turns = [a.turn for r in res for a in r.audit_records]
+    assert turns == ["p:e00", "p:e01"]  # numbers that are not PII stay
+    text = " ".join(r.text for r in s.lineage())
+    assert "555-0199" not in text and "ana.r@" not in text and "42 Harbor" not in text
+    assert "250 seats" in text
+
+
+def test_regex_fallback_is_reported():
+    s = HeuristicSystem(pii="regex")
+    assert s.config()["pii_governor"] == "regex"
+    with pytest.raises(ValueError):
+        HeuristicSystem(pii_threshold=0.6)
