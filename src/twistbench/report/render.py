@@ -16,12 +16,19 @@ from twistbench.stats import Metric
 
 
 def fmt_metric(m: Metric, digits: int = 3) -> str:
-    """'0.750 (3/4) [0.301, 0.954]'; F1 shows TP/FP/FN; 'no items' when n == 0."""
+    """'0.750 (3/4) [0.301, 0.954]'; F1 shows TP/FP/FN, balanced accuracy both classes, a
+    difference both rates; 'no items' when n == 0."""
     if m.value is None:
         return "no items"
-    if {"tp", "fp", "fn"} <= set(m.counts):
-        c = m.counts
+    c = m.counts
+    if {"tp", "fp", "fn"} <= set(c):
         body = f"{m.value:.{digits}f} (TP {int(c['tp'])}, FP {int(c['fp'])}, FN {int(c['fn'])})"
+    elif {"tp", "n_pos", "tn", "n_neg"} <= set(c):
+        body = (f"{m.value:.{digits}f} (pos {int(c['tp'])}/{int(c['n_pos'])}, "
+                f"neg {int(c['tn'])}/{int(c['n_neg'])})")
+    elif {"k_before", "n_before", "k_after", "n_after"} <= set(c):
+        body = (f"{m.value:+.{digits}f} (before {int(c['k_before'])}/{int(c['n_before'])}, "
+                f"after {int(c['k_after'])}/{int(c['n_after'])})")
     else:
         body = m.fmt(digits, with_ci=False)
     if m.lo is not None and m.hi is not None:

@@ -1,0 +1,142 @@
+"""Profile rows, paired headline cells, Markdown/JSON rendering, key checks, `twist report`."""
+
+import json
+
+import pytest
+from toy_systems import KeywordToy
+
+from twistbench.builtin import demo_dataset
+from twistbench.contract import Capabilities
+from twistbench.errors import InputError
+from twistbench.report.profile import (
+    COLUMNS,
+    PairedMetric,
+    ProfileEntry,
+    build_profile,
+    group_by_key,
+    make_cell,
+)
+from twistbench.report.render import fmt_metric, render_cell, render_json, render_markdown, render_pair
+from twistbench.report.runs import report_runs, restrict, score_folder
+from twistbench.runs.runner import RunSettings, run_system
+from twistbench.stats import Metric, TrackResult, proportion
+from twistbench.tracks import RunScores, score_run
+
+DS = demo_dataset()
+
+
+def scores(caps, records=(), key="builtin"):
+    s = score_run(DS, list(records), caps)
+    return s.model_copy(update={"key_sha256": key})
+
+
+def test_only_a_paired_metric_renders_in_a_headline_cell():
+    m = proportion("x", 1, 2)
+    with pytest.raises(TypeError):
+        render_pair(m)  # a lone metric cannot be printed as a headline
+    pair = PairedMetric(label="a / b", primary=m, partner=proportion("y", 0, 3))
+    assert render_pair(pair).startswith("0.500 (1/2)") and " / 0.000 (0/3)" in render_pair(pair)
+    with pytest.raises(Exception):
+        PairedMetric(label="a", primary=m)  # the partner is required
+
+
+def test_cells_from_track_results():
+    col_a_on = next(c for c in COLUMNS if c.key == "A.online")
+    col_b = next(c for c in COLUMNS if c.key == "B")
+    na = TrackResult.not_applicable("B", "t", "system does not declare check_alignment")
+    cell = make_cell(na, col_b)
+    assert cell.status == "n/a" and cell.pair is None and render_cell(cell) == "N/A"
+    a = TrackResult(track="A", title="t", status="scored", na={"online": "no online"},
+                    metrics={"batch.f1": proportion("batch.f1", 1, 1),
+                             "batch.false_flag_rate": proportion("b", 0, 1)})
+    assert make_cell(a, col_a_on).reason == "no online"
+    col_a_batch = next(c for c in COLUMNS if c.key == "A.batch")
+    a.errors = {"batch": 2}
+    cell = make_cell(a, col_a_batch)
+    assert cell.errors == 2 and render_cell(cell).endswith("· 2 errors")
+
+
+def test_profile_markdown_has_na_not_zero_and_the_key_under_the_table():
+    only_recall = scores(Capabilities(recall=True))
+    prof = build_profile([ProfileEntry("recall-only", only_recall)])
+    md = render_markdown(prof)
+    row = next(line for line in md.splitlines() if line.startswith("| recall-only"))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    # A online, A batch, B and D are declined: N/A
+    assert cells[2] == cells[3] == cells[4] == cells[6] == "N/A"
+    assert "sha256 `builtin`" in md and "demo-1" in md
+    assert "recall-only · D: N/A — system declares no safety layer" in md
+    # nothing was answered: "no items", never 0
+    assert "no items" in cells[5]
+
+
+def test_json_holds_everything():
+    prof = build_profile([ProfileEntry("toy", scores(Capabilities(recall=True, check_alignment=True)))])
+    data = json.loads(render_json(prof))
+    row = data["rows"][0]
+    assert row["cells"]["B"]["pair"]["primary"]["name"] == "balanced_accuracy"
+    assert row["cells"]["B"]["pair"]["partner"]["name"] == "hard_negative_specificity"
+    assert "f1_cat4" in row["scores"]["tracks"]["locomo"]["metrics"]
+    assert data["key_sha256"] == "builtin"
+    m = row["scores"]["tracks"]["B"]["metrics"]["contradiction_recall"]
+    assert set(m) >= {"value", "k", "n", "lo", "hi", "method"}
+
+
+def test_profiles_refuse_mixed_keys_and_group_them():
+    a = ProfileEntry("a", scores(Capabilities(recall=True), key="k1"), run="runs/a")
+    b = ProfileEntry("b", scores(Capabilities(recall=True), key="k2"), run="runs/b")
+    with pytest.raises(InputError) as ei:
+        build_profile([a, b])
+    assert ei.value.field == "dataset.sha256" and "k2" in str(ei.value)
+    profs = group_by_key([a, b, a])
+    assert [p.key_sha256 for p in profs] == ["k1", "k2"] and len(profs[0].rows) == 2
+    with pytest.raises(InputError):
+        build_profile([])
+
+
+def test_fmt_metric_shapes():
+    assert fmt_metric(Metric(name="x", value=None, k=0, n=0)) == "no items"
+    f1 = Metric(name="f1", value=0.5, k=2, n=4, lo=0.1, hi=0.9, counts={"tp": 1, "fp": 1, "fn": 1})
+    assert fmt_metric(f1) == "0.500 (TP 1, FP 1, FN 1) [0.100, 0.900]"
+    ba = Metric(name="ba", value=0.5, k=3, n=6, counts={"tp": 1, "n_pos": 2, "tn": 2, "n_neg": 4})
+    assert fmt_metric(ba) == "0.500 (pos 1/2, neg 2/4)"
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("report")
+    quiet = RunSettings(progress=False, timeout_s=5)
+    run_system(DS, KeywordToy(), root / "kw", settings=quiet, dataset_source={"name": "demo"})
+    run_system(DS, KeywordToy(), root / "kw-C", settings=RunSettings(progress=False, tracks=["C"]),
+               dataset_source={"name": "demo"})
+    return root
+
+
+def test_report_runs_rescores_folders(two_runs):
+    rep = report_runs([two_runs / "kw", two_runs / "kw-C"])
+    assert len(rep.profiles) == 1 and [r.system for r in rep.profiles[0].rows] == ["keyword-toy"] * 2
+    only_c = rep.profiles[0].rows[1]
+    assert only_c.cells["B"].status == "n/a" and only_c.cells["B"].reason == "not selected"
+    assert only_c.cells["C"].status == "scored"
+    # C numbers are the same in both runs (same system, same items)
+    assert (only_c.cells["C"].pair.model_dump() == rep.profiles[0].rows[0].cells["C"].pair.model_dump())
+    assert rep.data["profiles"][0]["key_sha256"] == "builtin"
+
+
+def test_report_refuses_a_dataset_with_another_key(two_runs):
+    other = DS.model_copy(update={"key_sha256": "different"})
+    with pytest.raises(InputError) as ei:
+        score_folder(two_runs / "kw", dataset=other)
+    assert ei.value.field == "dataset.sha256"
+
+
+def test_restrict_keeps_only_the_named_conversations():
+    small = restrict(DS, ["demo-acme"])
+    assert [c.id for c in small.conversations] == ["demo-acme"]
+    assert all(d.conversation == "demo-acme" for d in small.drafts)
+    assert restrict(DS, None) is DS
+
+
+def test_runscores_round_trip():
+    s = scores(Capabilities(recall=True, safety=True))
+    assert RunScores.model_validate_json(s.model_dump_json()) == s
