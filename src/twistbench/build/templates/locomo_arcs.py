@@ -103,7 +103,7 @@ TOPICS: list[dict] = [
                    "Cars are a money pit. I'm sticking with {x}."],
         "drift": ["{X} was late three times this week, it's getting old.",
                   "I've been looking at car prices just out of curiosity."],
-        "neg": ["I just bought a car, so no more {x} for me", "I signed the papers on a car yesterday, so that's it for {x}",
+        "neg": ["I just bought a car, so I'm done with {x}", "I signed the papers on a car yesterday, so that's it for {x}",
                 "I drive to work every day now instead of taking {x}"],
         "would": ["I'd buy a car and stop taking {x}", "I'd drive to work every day instead of taking {x}"],
         "cond": ["we moved out to the suburbs", "{x} stopped running on weekends"],
@@ -170,7 +170,7 @@ TOPICS: list[dict] = [
         "slots": ["marathon", "half marathon", "triathlon", "trail race", "obstacle race", "ultramarathon"],
         "anchor": ["I'm never running a {x} again, once was more than enough.",
                    "That {x} nearly broke me, I'm done with races like that.",
-                   "No more {x} for me, my knees have spoken."],
+                   "No more races like the {x} for me, my knees have spoken."],
         "drift": ["I've been jogging a bit again, just for fun.",
                   "Watched the {x} downtown and the runners looked so happy."],
         "neg": ["I registered for another {x} in the spring", "I signed up for the {x} in October and training starts Monday",
@@ -191,9 +191,9 @@ TOPICS: list[dict] = [
                    "Cutting out {x} was the best decision I've made this year."],
         "drift": ["The smell of {x} at the office is really testing me.",
                   "I had a tiny sip of {x} yesterday and remembered why I loved it."],
-        "neg": ["I'm back to three {x}s a day", "I started drinking {x} again last week, every single morning",
+        "neg": ["I'm back to drinking {x} three times a day", "I started drinking {x} again last week, every single morning",
                 "I bought a whole new machine for {x} and I'm fully back"],
-        "would": ["I'd be back to three {x}s a day", "I'd start drinking {x} again every morning"],
+        "would": ["I'd be back to drinking {x} three times a day", "I'd start drinking {x} again every morning"],
         "cond": ["I had an all-nighter every week", "my doctor said it was fine"],
         "pos": ["I'm still off {x}", "{x} is still out of my life"],
         "nostalgia": ["I miss the {x} runs with my old coworkers, those breaks were fun",
@@ -235,7 +235,7 @@ TOPICS: list[dict] = [
     {
         "id": "hobby_garden", "keywords": ["gardening"],
         "slots": ["tomatoes", "orchids", "succulents", "bonsai", "sunflowers", "peppers"],
-        "anchor": ["I kill every plant I touch, so no more {x} for me.",
+        "anchor": ["I kill every plant I touch, so I'm done with {x}.",
                    "I've given up on growing {x}, it just never works for me.",
                    "Gardening is not my thing, I'm done trying {x}."],
         "drift": ["A neighbor gave me a cutting, maybe I'll see what happens.",
@@ -268,11 +268,19 @@ TOPICS: list[dict] = [
     },
 ]
 
-# Cores: what makes a turn a reversal or a hard negative (clauses, lower-case start). Reversal
-# cores borrow the hard negatives' function words (still, but, never) without softening.
+# Cores: what makes a turn a reversal or a hard negative (clauses, lower-case start).
 REVERSAL_CORES = {
-    "c1": "{neg}", "c2": "{neg}, and I'm still a little surprised", "c3": "it's still early, but {neg}",
-    "c4": "I never saw it coming, but {neg}", "c5": "{neg}, and I know, it's a lot",
+    "c1": "{neg}",
+    # the same pressure / nostalgia / knowing words the hard negatives use, but here the turn
+    # does reverse the anchor
+    "c2": "{pressure}, and now {neg}",
+    "c3": "{nostalgia}, so {neg}",
+    "c4": "I know what you're thinking, but {neg}",
+    "c5": "{neg}, it's a whole thing now",
+    "c6": "if you can believe it, {neg}",
+    "c7": "I'd been on the fence for ages, but {neg}",
+    "c8": "{neg}, not even joking",
+    "c9": "I'd say it's official: {neg}",
 }
 HN_CORES = {
     # acknowledged change: the speaker names the change of mind themselves
@@ -286,20 +294,23 @@ HN_CORES = {
         "k7": "I went back on my word, on purpose: {neg}",
     }),
     "hypothetical": ("would", {
-        "y1": "if {cond}, {would}, but that's not happening, {pos}",
-        "y2": "half joking, if {cond}, {would}, but seriously, {pos}",
-        "y3": "{would} if {cond}, ha, but for now {pos}",
-        "y4": "only if {cond} {would}, and until then {pos}",
-        "y5": "in another life, if {cond}, {would}, but in this one {pos}",
+        "y1": "if {cond}, {would}; that's not happening, {pos}",
+        "y2": "half joking, if {cond}, {would}. Seriously, {pos}",
+        "y3": "{would} if {cond}, ha. For now {pos}",
+        "y4": "if you can believe it, {would} if {cond}, but {pos}",
+        "y5": "in another life, if {cond}, {would}; in this one {pos}",
         "y6": "my sister asked what I'd do if {cond}, and I said {would}, but it's a what-if, {pos}",
     }),
     "nostalgia": ("nostalgia", {
-        "n1": "{nostalgia}", "n2": "{nostalgia}, but {pos}", "n3": "{nostalgia}, and no regrets",
-        "n4": "{nostalgia}, and it made my week",
+        "n1": "{nostalgia}", "n2": "{nostalgia}; {pos}", "n3": "{nostalgia}, and no regrets",
+        "n4": "{nostalgia}, and I know what you're thinking, but {pos}",
+        "n5": "{nostalgia}, and now I'm back to my busy week",
+        "n6": "I signed up for a memory book class, and {nostalgia}",
     }),
     "pressure_signal": ("pressure", {
-        "p1": "{pressure}", "p2": "{pressure}, but {pos}", "p3": "{pressure}, and nothing changes, {pos}",
-        "p4": "{pressure}, it's a whole thing now",
+        "p1": "{pressure}", "p2": "{pressure}. Anyway, {pos}", "p3": "{pressure}, and now {pos}",
+        "p4": "{pressure}, it's a whole thing now", "p5": "I know what you're thinking, but {pressure}",
+        "p6": "{pressure}, and now she's signed up herself, every week",
     }),
 }
 # Frames wrap any core, reversal or hard negative alike, at the same rates: frames and tails
@@ -311,9 +322,10 @@ FRAMES = {
     "f09": "Not even kidding, {c}.", "f10": "I know this is random, but {c}.", "f11": "Guess what? {C}.",
     "f12": "Never a dull week: {c}.", "f13": "Just so you know, {c}.", "f14": "Funny thing, {c}.",
     "f15": "My old roommate would laugh, but {c}.", "f16": "Honestly? {C}.", "f17": "Before I forget, {c}.",
-    "f18": "Big news, kind of: {c}.",
+    "f18": "Big news, kind of: {c}.", "f19": "It's still early days, but {c}.",
 }
 SHARED_TAILS = ("Anyway, how are you?", "Crazy, right?", "Just thought I'd share.", "More soon!",
                 "What a week.", "I'll send pics.", "This weekend flew by.", "Don't tell anyone yet.",
                 "Life is funny.", "I keep thinking about it.", "My sister said the same thing.",
-                "Maybe I'll tell you more later.", "How's your week going?", "Talk soon!")
+                "Maybe I'll tell you more later.", "How's your week going?", "Talk soon!",
+                "If it goes well, I'll tell you everything.", "It made my week.")
