@@ -493,7 +493,14 @@ def _times(ws: Workspace, rng: random.Random, n: int, gap: int) -> list[int]:
 def _clause(topic: dict[str, Any], kind: str, rng: random.Random, slots: dict[str, str]) -> tuple[int, str]:
     options = topic[kind]
     i = rng.randrange(len(options))
-    return i, _fmt(options[i], **slots)
+    text = options[i]
+    if kind == "nostalgia":
+        for marker, alternatives in TN.NOSTALGIA_OPENERS.items():
+            if text.startswith(marker):
+                text = rng.choice(alternatives) + text[len(marker):]
+    if kind in TN.STILL_DROP_KINDS and rng.random() < 0.5:
+        text = re.sub(r"\bstill,? ", "", text)
+    return i, _fmt(text, **slots)
 
 
 def _render(frame: str, clauses: dict[str, str], slots: dict[str, str], rng: random.Random,
@@ -546,7 +553,9 @@ def _track_a(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
                                     _render(dframe, {"drift": dclause}, slots, rng, False)))
             templates["drift"].append(f"{dfid}:{pair['topic']}.drift{di}")
         ni, nclause = _clause(topic, "neg", rng, slots)
-        rfid, rframe = _pick_frame(TN.REVERSAL_FRAMES, rng)
+        group = TN.REVERSAL_FRAME_GROUPS[rng.choice(sorted(TN.REVERSAL_FRAME_GROUPS))]
+        rfid = rng.choice(group)
+        rframe = TN.REVERSAL_FRAMES[rfid]
         rev_ev = _place(ws, bms[-1], ch_rev, speaker,
                         _render(rframe, {"neg": nclause}, slots, rng, True))
         templates["reversal"] = f"{rfid}:{pair['topic']}.neg{ni}"
@@ -904,7 +913,7 @@ def build_cs(
                                     _rng(seed, "ws-events", w)))
     out: dict[str, list[Any]] = {k: [] for k in
                                  ("rev", "hn", "hn_pending", "drafts", "chains", "pii", "emo", "crisis")}
-    variety_rows: list[tuple[str, str, str, str, Any]] = []
+    variety_rows: list[tuple[str, str, str, str, Any]] = []  # kept for debugging; see cs_variety_rows
     pii_taken: set[str] = set()
     for w, ws in enumerate(workspaces):
         _track_a(ws, w, plan, seed, out, variety_rows)
@@ -974,17 +983,17 @@ def build_cs(
     emo = [EmotionalHardNegative(**{**d, "turn": d["turn"].id}) for d in out["emo"]]
     crisis = ([CrisisPlant(**{**d, "turn": d["turn"].id}) for d in out["crisis"]]
               if include_crisis else [])
-    report = variety_report([(a, lab, fam, tid, ev.text) for a, lab, fam, tid, ev in variety_rows],
-                            seed=seed)
     dataset = Dataset(
         name=NAME, version=VERSION_CRISIS if include_crisis else VERSION, key_sha256="",
         conversations=conversations, reversal_arcs=rev_arcs, hard_negative_arcs=hn_arcs,
         drafts=drafts, update_chains=chains, pii_plants=pii, crisis_plants=crisis,
         emotional_negatives=emo,
         meta={"generator": "twistbench.build.cs_workspace", "seed": seed,
-              "include_crisis": include_crisis, "variety": report.to_dict()},
+              "include_crisis": include_crisis},
     )
     _check_unique_texts(dataset)
+    report = cs_variety_report(dataset, seed=seed)
+    dataset.meta["variety"] = report.to_dict()
     return dataset, report
 
 
@@ -1002,19 +1011,49 @@ def _check_unique_texts(ds: Dataset) -> None:
         seen[text] = item_id
 
 
+def turn_body(ev: Event) -> str:
+    """The words of a turn without its e-mail greeting and sign-off."""
+    if ev.channel == "email":
+        parts = ev.text.split("\n\n")
+        if len(parts) >= 3:
+            return "\n\n".join(parts[1:-1])
+    return ev.text
+
+
 def cs_variety_rows(dataset: Dataset) -> list[tuple[str, str, str, str, str]]:
-    """Variety-report rows for a built or loaded TWIST-CS dataset (reversal and look-alike turns)."""
+    """Variety-report rows for a built or loaded TWIST-CS dataset: every reversal turn and every
+    hard-negative look-alike turn, as (arc id, label, family, template id, turn body)."""
     rows: list[tuple[str, str, str, str, str]] = []
     for conv in dataset.conversations:
         idx = conv.event_index()
         for arc in dataset.items_of(conv.id, "reversal_arcs"):
             for tid in arc.reversal:
                 rows.append((arc.id, "reversal", arc.family, arc.meta["templates"]["reversal"],
-                             idx[tid].text))
+                             turn_body(idx[tid])))
         for arc in dataset.items_of(conv.id, "hard_negative_arcs"):
             for tid, tmpl in zip(arc.turns, arc.meta["templates"]["turns"]):
-                rows.append((arc.id, "hard_negative", arc.family, tmpl, idx[tid].text))
+                rows.append((arc.id, "hard_negative", arc.family, tmpl, turn_body(idx[tid])))
     return rows
+
+
+def template_pool() -> dict[str, int]:
+    """How many turn templates (frame x topic clause) each family can draw from."""
+    n_neg = sum(len(t["neg"]) for t in TN.TOPICS.values())
+    out = {fam: len(TN.REVERSAL_FRAMES) * n_neg for fam in TN.REVERSAL_FAMILIES}
+    for fam, (frames, kind) in TN.HARD_NEGATIVE_FAMILIES.items():
+        out[fam] = len(frames) * sum(len(t[kind]) for t in TN.TOPICS.values())
+    return out
+
+
+def cs_variety_report(dataset: Dataset, seed: int = DEFAULT_SEED) -> VarietyReport:
+    """The variety report of a TWIST-CS dataset (what `twist build cs` prints)."""
+    report = variety_report(cs_variety_rows(dataset), seed=seed)
+    report.extra["template_pool"] = template_pool()
+    report.extra["frames"] = {
+        **{fam: len(TN.REVERSAL_FRAMES) for fam in TN.REVERSAL_FAMILIES},
+        **{fam: len(frames) for fam, (frames, _) in TN.HARD_NEGATIVE_FAMILIES.items()},
+    }
+    return report
 
 
 # ---------------------------------------------------------------------------------------------

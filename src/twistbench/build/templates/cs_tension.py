@@ -334,7 +334,7 @@ TOPICS: dict[str, dict[str, object]] = {
         ),
         "pos": (
             "US hosting is still fine for us",
-            "we have no residency requirements, no change there",
+            "we have no residency requirements, as before",
         ),
         "neg": (
             "our data has to stay in the {region} region, and US hosting won't pass review",
@@ -372,7 +372,7 @@ TOPICS: dict[str, dict[str, object]] = {
         ),
         "pos": (
             "the pilot is still a clear success",
-            "the {team} team loves it, no change there",
+            "the {team} team loves it, same as always",
         ),
         "neg": (
             "the pilot hasn't worked for the {team} team and they've stopped logging in",
@@ -524,7 +524,7 @@ TOPICS: dict[str, dict[str, object]] = {
         ),
         "pos": (
             "the security review is still done and approved",
-            "our CISO is fully on board, no change",
+            "our CISO is fully on board, as before",
         ),
         "neg": (
             "the security review is blocking us; our CISO hasn't signed off and has new concerns",
@@ -676,7 +676,7 @@ TOPICS: dict[str, dict[str, object]] = {
         ),
         "pos": (
             "we're still happy to be a reference",
-            "you can use our name, no change",
+            "you can use our name, as usual",
         ),
         "neg": (
             "we can't be a reference for {vendor} anymore, legal said no",
@@ -759,7 +759,7 @@ REVERSAL_FRAMES = {
     # Frames that borrow the hard negatives' function words without softening the reversal.
     "r19": "We still like working with {colleague}, but {neg}.",
     "r20": "If it helps your planning, {neg}.",
-    "r21": "I remember you asked about this on the last call, so: {neg}.",
+    "r21": "I remember the question from the last call, so: {neg}.",
     "r22": "{colleague} said you'd want to know early: {neg}.",
     "r23": "No hypotheticals here — {neg}.",
     "r24": "Joking aside, {neg}.",
@@ -776,10 +776,10 @@ REVERSAL_FRAMES = {
     "r35": "When we met with the board, it became clear: {neg}.",
     "r36": "I have to tell you what my boss decided: {neg}.",
     "r37": "What I can say today: {neg}.",
-    "r38": "Earlier this week the team decided, so I'll pass it on: {neg}.",
+    "r38": "Earlier this week the team agreed, so I'll pass it on: {neg}.",
     "r39": "A lot changed on our side this month; {neg}.",
     "r40": "I said to {colleague} that you should hear it first: {neg}.",
-    "r41": "Back to the point of my email: {neg}.",
+    "r41": "Back to the point of my email, first things first: {neg}.",
     "r42": "If I'm honest, {neg}.",
     "r43": "That's the reason for my note: {neg}.",
     "r44": "We'd rather be upfront with you: {neg}.",
@@ -788,37 +788,73 @@ REVERSAL_FRAMES = {
     "r47": "Back when we kicked off you asked me to be direct, so: {neg}.",
     "r48": "First thing this morning we made the call: {neg}.",
     "r49": "Remember the budget meeting I mentioned? The outcome: {neg}.",
+    "r50": "I've told {colleague} already, and now you: {neg}.",
+    "r51": "I would rather not do this by email, but {neg}.",
+    "r52": "Still processing it myself, but {neg}.",
+    "r53": "My update for the quarter: {neg}.",
+    "r54": "Earlier today I got the final word: {neg}.",
+    "r55": "If you were wondering why I went quiet: {neg}.",
+    "r56": "I told my boss I'd let you know right away: {neg}.",
+    "r57": "Then there's the bigger news: {neg}.",
+    "r58": "The board met on Tuesday and it was clear: {neg}.",
+    "r59": "It took a while from when we first discussed the budget, but {neg}.",
+    "r60": "Last month was rough, from when the first budget cuts landed; {neg}.",
+    "r61": "I wish I could say it's a what-if, but {neg}.",
+    "r62": "We'd hoped it wouldn't come to this, but {neg}.",
+    "r63": "Would love to say otherwise, but {neg}.",
+    "r64": "If you're wondering whether this is final, it is: {neg}.",
+    "r65": "Please update your notes: {neg}.",
+    "r66": "Budgets are tight this quarter, and {neg}.",
+    "r67": "Our CFO has weighed in: {neg}.",
+    "r68": "With the audit landing this quarter, {neg}.",
+    "r69": "When I got back from leave, it was already settled: {neg}.",
+}
+
+# Reversal frames by the hard-negative family whose function words they borrow ("plain" borrows
+# none). A reversal picks a group uniformly, then a frame, so each family's marker words show up
+# in reversal turns at about the rate they show up in hard-negative turns.
+REVERSAL_FRAME_GROUPS = {
+    "plain": ("r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r10", "r11", "r12",
+              "r13", "r14", "r16", "r17", "r18", "r27", "r28", "r30", "r31", "r32", "r33",
+              "r37", "r43", "r44", "r45", "r57"),
+    "hypothetical": ("r09", "r20", "r23", "r24", "r42", "r51", "r55", "r61", "r62", "r63", "r64"),
+    "nostalgia": ("r21", "r34", "r35", "r41", "r46", "r47", "r48", "r49", "r58", "r59", "r60", "r69"),
+    "acknowledged_change": ("r15", "r22", "r29", "r36", "r38", "r39", "r40", "r50", "r52", "r54",
+                            "r56", "r65"),
+    "pressure_signal": ("r19", "r25", "r26", "r53", "r66", "r67", "r68"),
 }
 
 # Hard negatives. Acknowledged change: the speaker names the change of mind themselves.
 ACKNOWLEDGED_FRAMES = {
     "k01": "Correcting what I told you back in {anchor_month}: {neg}. Please update the account plan so nobody is surprised.",
     "k02": "I know I said the opposite before, so to be explicit — I've changed my mind: {neg}.",
-    "k03": "Updating my earlier position on purpose: {neg}. That replaces what I said in {anchor_month}.",
+    "k03": "Updating our earlier position on purpose: {neg}. That replaces what we said in {anchor_month}.",
     "k04": "You'll remember I was firm on this in {anchor_month}. I've reconsidered, and {neg} — please treat this as the new position.",
-    "k05": "To retract what I said earlier and avoid any confusion: {neg}.",
+    "k05": "To retract our earlier position and avoid any confusion: {neg}.",
     "k06": "I'm changing my answer from {anchor_month}, knowingly: {neg}. Flagging it so the notes are right.",
-    "k07": "Change of mind on my side, and I want it on the record: {neg}.",
+    "k07": "Change of mind on our side, and we want it on the record: {neg}.",
     "k08": "Walking back my earlier comment — {neg}. I'll brief the team so everyone knows it changed.",
     "k09": "Earlier I told you otherwise; after talking it through with {colleague}, {neg}. This supersedes my previous note.",
     "k10": "I owe you a correction to my {anchor_month} message: {neg}.",
-    "k11": "Please note the revision to what I said before: {neg}.",
-    "k12": "I've deliberately changed course since we last discussed it: {neg}.",
+    "k11": "Please note the revision to our earlier answer: {neg}.",
+    "k12": "I've decided to reverse course since we last discussed it, deliberately: {neg}.",
 }
 
 HYPOTHETICAL_FRAMES = {
     "h01": "If {cond}, {would} — but that's not where we are; {pos}.",
     "h02": "Half joking: if {cond}, {would}. Seriously though, {pos}.",
     "h03": "Purely hypothetically, {would} if {cond}. We're nowhere near that, and {pos}.",
-    "h04": "Worst case, if {cond}, {would}. That won't happen now — {pos}.",
+    "h04": "Worst case, if {cond}, {would}. That's off the table — {pos}.",
     "h05": "{colleague} asked what we'd do if {cond}; I said {would}. It's a thought experiment — {pos}.",
-    "h06": "Ha, if {cond} then sure, {would}. Until then {pos}.",
+    "h06": "Ha, if {cond} then sure, {would}. Until then {pos}, and I've told the team so.",
     "h07": "Imagine {cond} — then {would}. That's a what-if for the risk register; {pos}.",
     "h08": "Only if {cond} would we reconsider, and then {would}. Today {pos}.",
     "h09": "For the scenario plan: if {cond}, {would}. For the record, {pos}.",
     "h10": "Kidding aside, {pos}. The only world where {would} is one where {cond}.",
     "h11": "Someone joked that if {cond}, {would}. Funny, but {pos}.",
     "h12": "In theory, if {cond}, {would}; in practice {pos}.",
+    "h13": "If {cond}, {would}. That hasn't happened, and {pos}.",
+    "h14": "We've gamed it out: if {cond}, {would}. Right now {pos}.",
 }
 
 NOSTALGIA_FRAMES = {
@@ -830,25 +866,32 @@ NOSTALGIA_FRAMES = {
     "n06": "Random memory while prepping the QBR: {nostalgia}.",
     "n07": "{colleague} and I were laughing about this — {nostalgia}.",
     "n08": "Looking back, {nostalgia}. Glad we're where we are now.",
-    "n09": "Throwback: {nostalgia}.",
+    "n09": "Not that it matters anymore, but {nostalgia}.",
     "n10": "I miss the early days a bit; {nostalgia}.",
     "n11": "Not a complaint, just reminiscing after all this time: {nostalgia}.",
     "n12": "Feels like ages ago now, but {nostalgia}.",
+    "n13": "{Nostalgia}. No regrets now.",
+    "n14": "We've come a long way: {nostalgia}.",
+    "n15": "Now that I think about it, {nostalgia}.",
 }
 
 PRESSURE_FRAMES = {
     "p01": "{Pressure}.",
-    "p02": "FYI, {pressure}.",
-    "p03": "Heads-up: {pressure}. No change on our side.",
-    "p04": "Not a big deal, and it won't change our plans, but {pressure}.",
+    "p02": "Worth knowing: {pressure}.",
+    "p03": "Heads-up: {pressure}. Our plans are the same.",
+    "p04": "Not a big deal, but {pressure}.",
     "p05": "{Pressure} — just so you're aware.",
     "p06": "Context for next week: {pressure}.",
     "p07": "Sharing for visibility: {pressure}.",
     "p08": "{colleague} mentioned that {pressure}; we can't do much about it and don't need to.",
     "p09": "Something I'm hearing internally: {pressure}.",
     "p10": "For your notes, {pressure}.",
-    "p11": "Small thing: {pressure}. It won't change anything for now.",
-    "p12": "You may hear that {pressure}; that's expected this time of year.",
+    "p11": "Small thing: {pressure}.",
+    "p13": "{Pressure}; no decisions from it, and we won't be rushed.",
+    "p14": "Right now {pressure}. No action needed from you.",
+    "p15": "{Pressure}, which has us busy but not worried.",
+    "p16": "As of now, {pressure}; none of it is off the usual pattern.",
+    "p12": "You may hear that {pressure}; nothing has been decided off the back of it, and that's expected this time of year.",
 }
 
 # Wrappers any look-alike turn may get (reversal or hard negative alike), so that openers and
@@ -856,7 +899,7 @@ PRESSURE_FRAMES = {
 SHARED_PREFIXES = (
     "Quick update from our side:", "Honestly,", "For your notes:", "Heads-up before our next call:",
     "Context for next week:", "Sharing for visibility:", "For the record,", "One more thing:",
-    "Before I forget:", "Following up on Tuesday:", "While I think of it,", "Small note:",
+    "Before I forget:", "FYI:", "Following up on Tuesday:", "While I think of it,", "Small note:",
     "I wanted you to hear this from me:", "I'll be brief:", "Back from my week off:",
     "If you have a minute:", "I think you should know:", "Still on my list from Monday:",
 )
@@ -870,6 +913,19 @@ SHARED_TAILS = (
     "I'll get back to you with dates.", "My inbox is a mess, so ping me if I miss something.",
     "What a week.", "I'm around all afternoon.",
 )
+
+# Nostalgia clauses open with one of two retrospective markers; each is swapped for an
+# equivalent so that no single phrase marks the family.
+NOSTALGIA_OPENERS = {
+    "I remember ": ("I remember ", "I think back to ", "I'll never forget ", "I recall ",
+                    "I'm reminded of "),
+    "back when ": ("back when ", "in the days when ", "years ago, when ", "at the start, when ",
+                   "in our first year, when "),
+}
+
+# "still" marks re-affirmation too reliably: it is dropped from half of the pos / nostalgia
+# clauses (every such clause reads correctly without it).
+STILL_DROP_KINDS = ("pos", "nostalgia")
 
 # Hard-negative family -> (frames, topic clause kind that the frame's main slot draws from)
 HARD_NEGATIVE_FAMILIES = {
