@@ -140,3 +140,16 @@ def test_restrict_keeps_only_the_named_conversations():
 def test_runscores_round_trip():
     s = scores(Capabilities(recall=True, safety=True))
     assert RunScores.model_validate_json(s.model_dump_json()) == s
+
+
+def test_export_and_rescore_predictions(two_runs, tmp_path):
+    from twistbench.report.runs import export_predictions, report_predictions
+
+    out = tmp_path / "preds.jsonl"
+    n = export_predictions(two_runs / "kw", out)
+    assert n == len(DS.drafts)
+    rep = report_predictions(DS, out, system="kw-exported")
+    row = rep.profiles[0].rows[0]
+    direct = report_runs([two_runs / "kw"]).profiles[0].rows[0]
+    assert row.cells["B"].pair == direct.cells["B"].pair
+    assert row.cells["C"].status == "n/a" and "predictions" in row.cells["C"].reason

@@ -124,3 +124,32 @@ def report_runs(folders: list[Path], locomo: Path | None = None, dataset: Datase
 
 def scores_of(entry: ProfileEntry) -> RunScores:
     return entry.scores
+
+
+def export_predictions(folder: str | Path, out: str | Path) -> int:
+    """Write a run's Track B verdicts in the public TWIST predictions format (one JSON object
+    per line: item_id = draft id, aligned, evidence). Returns the number of lines written;
+    failed calls are left out (they are errors, which the format cannot express)."""
+    from twistbench.build.key import atomic_write_bytes
+    from twistbench.tracks.b_alignment import write_predictions
+
+    lines = write_predictions(RunFolder(folder).records())
+    atomic_write_bytes(out, ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
+    return len(lines)
+
+
+def report_predictions(dataset: Dataset, path: str | Path, system: str = "external",
+                       details: bool = True) -> RunsReport:
+    """Score a public-format Track B predictions file (made by any harness) against `dataset`
+    and render it as a one-row profile (every other column N/A: not run)."""
+    from twistbench.tracks.b_alignment import score_predictions
+
+    caps = Capabilities(check_alignment=True)
+    scores = RunScores(dataset=dataset.name, dataset_version=dataset.version,
+                       key_sha256=dataset.key_sha256, capabilities=caps.as_dict())
+    for k in TRACK_ORDER:
+        scores.tracks[k] = TrackResult.not_applicable(
+            k, TRACKS[k].title, "not run (predictions file holds Track B only)")
+    scores.tracks["B"] = score_predictions(dataset, path)
+    return report_entries([ProfileEntry(system=system, scores=scores, run=str(path))],
+                          details=details)
