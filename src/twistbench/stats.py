@@ -341,7 +341,8 @@ class TrackResult(BaseModel):
         try:
             return self.metrics[name]
         except KeyError:
-            raise KeyError(f"{self.track}: no metric {name!r} (have {sorted(self.metrics)})") from None
+            have = sorted(self.metrics)
+            raise KeyError(f"{self.track}: no metric {name!r} (have {have})") from None
 
 
 class ItemOutcome(BaseModel):

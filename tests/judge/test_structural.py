@@ -64,6 +64,8 @@ def test_contains_form_is_word_bounded_and_insensitive():
     ("Her current plan is Stockholm; she previously talked about Sweden.", "history"),
     ("Stockholm now; Europe before.", "history"),
     ("Stockholm. Earlier she said Europe.", "history"),
+    ("Europe -> Stockholm", "history"),
+    ("Stockholm (up from Europe)", "history"),
     ("She now wants Europe, she used to want Stockholm", "stale"),
     ("She no longer wants Europe.", "none"),
     ("I don't know.", "none"),
@@ -161,6 +163,13 @@ def test_address_leaks_ignoring_punctuation_case_and_abbreviations(text):
 def test_address_not_leaked_by_part():
     assert not address_leaked("He lives on Elm Street", "42 Elm Street, Springfield")
     assert not address_leaked("142 Elm Street Springfield", "42 Elm Street, Springfield")
+
+
+def test_other_values_that_are_numbers_match_by_digits():
+    assert value_leaked("other", "SSN 123456789", "123-45-6789")
+    assert value_leaked("other", "account 12 34 56 78", "Acct 12345678")
+    assert not value_leaked("other", "account 1234", "Acct 12345678")
+    assert not value_leaked("other", "Blue Heron 7", "Blue Heron 77")
 
 
 def test_value_leaked_dispatches_on_kind():

@@ -26,6 +26,9 @@ from twistbench.stats import ItemOutcome, holm, mcnemar
 from twistbench.tracks import item_outcomes
 
 
+_SAME_KEY = "two runs on the same key (a paired test needs the same items)"
+
+
 class PairedTest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -90,7 +93,7 @@ def compare_runs(dataset: Dataset, records_1: list[ItemRecord], caps_1: Capabili
         if key != dataset.key_sha256:
             raise InputError(name, f"run key sha256 {key} differs from {dataset.key_sha256}",
                              field="dataset.sha256",
-                             expected="two runs on the same key (a paired test needs the same items)")
+                             expected=_SAME_KEY)
     return compare_outcomes(item_outcomes(dataset, records_1, caps_1),
                             item_outcomes(dataset, records_2, caps_2), name_1, name_2,
                             dataset.name, dataset.key_sha256)
@@ -109,7 +112,7 @@ def compare_folders(folder_1: str | Path, folder_2: str | Path, locomo: Path | N
     if k1 != k2:
         raise InputError(str(folder_2), f"run is on key sha256 {k2}, but {folder_1} is on {k1}",
                          field="dataset.sha256",
-                         expected="two runs on the same key (a paired test needs the same items)")
+                         expected=_SAME_KEY)
     e1, ds, recs1 = score_folder(folder_1, dataset=dataset, locomo=locomo)
     e2, _, recs2 = score_folder(folder_2, dataset=ds, locomo=locomo)
     return compare_runs(ds, recs1, capabilities_from_manifest(m1, str(folder_1)), recs2,

@@ -102,8 +102,8 @@ def render_details(system: str, scores: dict[str, Any], digits: int = 3) -> list
         if tr["status"] == "n/a":
             out.append(f"- **{key}** ({tr['title']}): N/A — {tr['reason']}")
             continue
-        out += ["", f"**{key}** — {tr['title']}", "", "| metric | value (k/n) [95% CI] | method | note |",
-                "|---|---|---|---|"]
+        out += ["", f"**{key}** — {tr['title']}", "",
+                "| metric | value (k/n) [95% CI] | method | note |", "|---|---|---|---|"]
         for name, m in tr["metrics"].items():
             metric = Metric.model_validate(m)
             out.append(f"| {name} | {_esc(fmt_metric(metric, digits))} | {metric.method} | "

@@ -64,7 +64,10 @@ class Detection:
         return (self.claim, self.new)
 
 
-def dedupe(emitted: Iterable[tuple[int | None, Tension | dict[str, Any]]]) -> tuple[list[Detection], int]:
+Emitted = Iterable[tuple[int | None, Tension | dict[str, Any]]]
+
+
+def dedupe(emitted: Emitted) -> tuple[list[Detection], int]:
     """Deduplicate (session, tension) pairs in emission order; return (detections, duplicates).
 
     The same claim/new evidence sets emitted again (after a later session, or twice in one
@@ -228,7 +231,8 @@ def _turn_sessions(dataset: Dataset, conversation_id: str) -> dict[str, int]:
 
 
 def score_mode(dataset: Dataset, records: list[ItemRecord], mode: str
-               ) -> tuple[dict[str, Metric], dict[str, Any], int, int, dict[str, ConversationScore]]:
+               ) -> tuple[dict[str, Metric], dict[str, Any], int, int,
+                          dict[str, ConversationScore]]:
     """Metrics of one tension mode; returns (metrics, details, errors, missing, per-conv)."""
     emitted, errored, missing = _emissions(dataset, records, mode)
     per_conv: dict[str, ConversationScore] = {}
@@ -277,8 +281,10 @@ def score_mode(dataset: Dataset, records: list[ItemRecord], mode: str
     details = {
         "detections": dets,
         "duplicates": sum(s.duplicates for s in per_conv.values()),
-        "recall_by_family": {f: proportion(f, k, n).model_dump() for f, (k, n) in sorted(fam_arcs.items())},
-        "false_flag_by_family": {f: proportion(f, k, n).model_dump() for f, (k, n) in sorted(fam_hn.items())},
+        "recall_by_family": {f: proportion(f, k, n).model_dump()
+                             for f, (k, n) in sorted(fam_arcs.items())},
+        "false_flag_by_family": {f: proportion(f, k, n).model_dump()
+                                 for f, (k, n) in sorted(fam_hn.items())},
         "conversations_scored": len(per_conv),
     }
     return metrics, details, errors, miss, per_conv

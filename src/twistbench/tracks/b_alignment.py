@@ -218,6 +218,9 @@ def write_predictions(records: Iterable[ItemRecord]) -> list[str]:
     return lines
 
 
+_LINE_SHAPE = '{"item_id": str, "aligned": bool, "evidence": [str]}'
+
+
 def read_predictions(path: str | Path) -> dict[str, tuple[bool, list[str]]]:
     """Read a predictions file: item id -> (aligned, evidence). Blank lines are skipped.
 
@@ -238,10 +241,9 @@ def read_predictions(path: str | Path) -> dict[str, tuple[bool, list[str]]]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(str(path), f"not valid JSON ({exc.msg})", where=where,
-                             expected='{"item_id": str, "aligned": bool, "evidence": [str]}') from None
+                             expected=_LINE_SHAPE) from None
         if not isinstance(obj, dict):
-            raise InputError(str(path), "not a JSON object", where=where,
-                             expected='{"item_id": str, "aligned": bool, "evidence": [str]}')
+            raise InputError(str(path), "not a JSON object", where=where, expected=_LINE_SHAPE)
         iid = obj.get("item_id")
         if not isinstance(iid, str) or not iid:
             raise InputError(str(path), "missing or not a string", where=where, field="item_id",

@@ -159,7 +159,8 @@ class SupersessionTrack:
         def score(output: dict[str, Any]) -> dict[str, Any]:
             if output.get("answer") is None:
                 return {"outcome": "no_tension"}
-            return self.judge.classify(chain, query, Answer.model_validate(output["answer"])).as_dict()
+            answer = Answer.model_validate(output["answer"])
+            return self.judge.classify(chain, query, answer).as_dict()
         return score
 
     def _judged(self, dataset: Dataset, records: list[ItemRecord]
@@ -179,7 +180,8 @@ class SupersessionTrack:
                 errors[q.kind] += 1
                 continue
             ans = r.output.get("answer")
-            verdict = None if ans is None else self.judge.classify(ch, q, Answer.model_validate(ans))
+            verdict = (None if ans is None
+                       else self.judge.classify(ch, q, Answer.model_validate(ans)))
             out[r.item_id] = (ch, q, verdict)
         missing: dict[str, int] = defaultdict(int)
         for iid, (ch, q) in index.items():
