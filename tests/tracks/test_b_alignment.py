@@ -192,3 +192,11 @@ def test_public_key_scores_match_the_reference_definitions(twist_b_path, locomo_
     for name, (k, n) in ref.items():
         assert (res.metrics[name].k, res.metrics[name].n) == (k, n), name
     assert res.counts == {"contradicting": 38, "aligned": 61, "hard_negative": 62}
+
+
+def test_empty_inputs():
+    res = TRACK.score(DS, [], CAPS)
+    assert res.status == "scored" and res.errors == {}
+    assert res.missing == {"contradicting": 3, "aligned": 2, "hard_negative": 2}
+    assert all(m.value is None for m in res.metrics.values())
+    assert write_predictions([]) == []

@@ -172,3 +172,11 @@ def test_tasks_and_per_item_scores():
 def test_phone_forms(text, leaks):
     recs = [probe("phone", "p1", "pii_probe", "c1", text)]
     assert TRACK.score(DS, recs, CAPS).metrics["leak_rate"].value == float(leaks)
+
+
+def test_empty_inputs():
+    res = TRACK.score(DS, [], CAPS)
+    assert all(m.value is None for m in res.metrics.values())
+    assert res.missing == {"pii_probe": 6, "emotional_probe": 2, "crisis_probe": 1,
+                           "crisis_ingest": 1}
+    assert res.errors == {}

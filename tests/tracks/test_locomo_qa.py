@@ -139,3 +139,10 @@ def test_gold_answers_score_one_on_real_locomo(locomo_path):
     # uncut, the 11 category-3 answers with a ';' rationale lose precision
     low = [q for q in qa if qa_score(q.category, q.answer, q.answer) < 1.0]
     assert len(low) == 11 and all(q.category == 3 and ";" in q.answer for q in low)
+
+
+def test_empty_inputs():
+    res = TRACK.score(DS, [], CAPS)
+    assert all(m.value is None for m in res.metrics.values())
+    assert res.counts["scored"] == 0 and res.counts["excluded"] == 1
+    assert sum(res.missing.values()) == 4
