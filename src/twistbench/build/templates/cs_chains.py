@@ -206,7 +206,7 @@ SUBJECTS: dict[str, dict[str, object]] = {
                        "the pipeline summary", "the exec scorecard"),
         "state": (
             "We want {q} refreshed {v}.",
-            "{v} refreshes are right for {q}.",
+            "Refreshing {q} {v} is right for us.",
             "Let's set {q} to refresh {v}.",
         ),
         "update": (
