@@ -153,3 +153,12 @@ def test_export_and_rescore_predictions(two_runs, tmp_path):
     direct = report_runs([two_runs / "kw"]).profiles[0].rows[0]
     assert row.cells["B"].pair == direct.cells["B"].pair
     assert row.cells["C"].status == "n/a" and "predictions" in row.cells["C"].reason
+
+
+def test_plot_profile_writes_an_image(two_runs, tmp_path):
+    from twistbench.report.plots import plot_profile
+
+    prof = report_runs([two_runs / "kw", two_runs / "kw-C"]).profiles[0]
+    out = plot_profile(prof, tmp_path / "profile.png")
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000

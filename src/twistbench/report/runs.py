@@ -91,24 +91,30 @@ def score_folder(folder: str | Path, dataset: Dataset | None = None,
 
 @dataclass
 class RunsReport:
+    """`markdown`: profile tables plus every metric per system (report.md); `summary`: the
+    profile tables and N/A reasons only (what the console shows); `data`: everything as JSON."""
+
     profiles: list[Profile]
     markdown: str
     data: dict[str, Any]
     entries: list[ProfileEntry] = field(default_factory=list)
+    summary: str = ""
 
-    def print(self, console: Any) -> None:
-        """Print the Markdown through rich (tables render as tables)."""
+    def print(self, console: Any, details: bool = False) -> None:
+        """Print the profile through rich (tables render as tables); details=True prints every
+        metric as well."""
         from rich.markdown import Markdown
 
-        console.print(Markdown(self.markdown))
+        console.print(Markdown(self.markdown if details or not self.summary else self.summary))
 
 
 def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:
     """Profiles (one per key) for in-memory scores, rendered as Markdown and JSON data."""
     profiles = group_by_key(entries)
     md = "\n".join(render_markdown(p, details=details) for p in profiles)
+    summary = "\n".join(render_markdown(p, details=False) for p in profiles)
     data = {"format": "twist-report/1", "profiles": [profile_json(p) for p in profiles]}
-    return RunsReport(profiles=profiles, markdown=md, data=data, entries=entries)
+    return RunsReport(profiles=profiles, markdown=md, data=data, entries=entries, summary=summary)
 
 
 def report_runs(folders: list[Path], locomo: Path | None = None, dataset: Dataset | None = None,
