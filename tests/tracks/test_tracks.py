@@ -155,3 +155,22 @@ def test_select_tracks():
     with pytest.raises(ValueError):
         select_tracks(["E"])
     assert set(TRACKS) == {"A", "B", "C", "D", "locomo"}
+
+
+def test_score_run_takes_another_judge_for_track_c(toy_run):
+    from twistbench.judge.structural import JudgeVerdict
+
+    class AlwaysStale:
+        name = "always-stale"
+
+        def classify(self, chain, query, answer):
+            return JudgeVerdict("stale", [], [], False, False, "test")
+
+    ds, folder = toy_run
+    records = RunFolder(folder).records()
+    res = score_run(ds, records, AllTracksToy.capabilities, judge=AlwaysStale())
+    assert res.tracks["C"].metrics["stale_rate"].value == 1.0
+    assert res.tracks["C"].details["judge"] == "always-stale"
+    # the other tracks do not change
+    base = score_run(ds, records, AllTracksToy.capabilities)
+    assert res.tracks["B"] == base.tracks["B"]

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 from twistbench.contract import Capabilities
+from twistbench.judge.structural import Judge
 from twistbench.model import Dataset
 from twistbench.runs.records import ItemRecord
 from twistbench.stats import ItemOutcome, TrackResult
@@ -69,12 +70,13 @@ def tasks_for(dataset: Dataset, conversation_id: str, caps: Capabilities,
 
 
 def score_run(dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
-              keys: Iterable[str] | None = None) -> RunScores:
+              keys: Iterable[str] | None = None, judge: Judge | None = None) -> RunScores:
     """Pure: score every selected track (all by default) from a run's records (any order).
 
     A track the system declines, or the dataset lacks items for, comes back with status "n/a"
     and its reason; it is never scored as zero. A track not selected for the run (keys) is
-    reported as n/a "not run"."""
+    reported as n/a "not run". `judge` replaces the structural Track C judge (e.g. an LLM
+    judge with a response cache, so that re-scoring stays deterministic)."""
     scores = RunScores(dataset=dataset.name, dataset_version=dataset.version,
                        key_sha256=dataset.key_sha256, capabilities=caps.as_dict(),
                        records=len(records),
@@ -85,6 +87,8 @@ def score_run(dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
         if key not in selected:
             scores.tracks[key] = TrackResult.not_applicable(key, track.title, "track not run")
             continue
+        if key == "C" and judge is not None:
+            track = c_supersession.SupersessionTrack(judge=judge)
         scores.tracks[key] = track.score(dataset, records, caps)
     return scores
 
