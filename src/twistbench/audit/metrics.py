@@ -137,7 +137,7 @@ def rescore(run: TraceRun, lineage: Lineage | CodedLineage, gold: Gold, k: int |
     qids, errors, missing, extra = select_queries(run, gold)
     cq = code_queries(run, gold, cl, qids, k)
     ts = build_targets(cq, cl)
-    hits = hit_matrices(cq, ts, cl.n_mem)
+    hits = hit_matrices(cq, ts, cl)
     scores: dict[str, dict[str, np.ndarray]] = {}
     first: dict[str, np.ndarray] = {}
     for t in TARGETS:

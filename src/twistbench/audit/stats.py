@@ -63,7 +63,7 @@ def bootstrap_mean_matrix(values: np.ndarray, n_resamples: int = N_RESAMPLES,
     block = max(1, _BLOCK_ELEMS // max(n, 1))
     for start in range(0, n_resamples, block):
         b = min(block, n_resamples - start)
-        idx = rng.integers(0, n, size=(b, n))
+        idx = rng.integers(0, n, size=(b, n), dtype=np.int32 if n < 2**31 else np.int64)
         for j in range(m):
             out[start:start + b, j] = values[idx, j].mean(axis=1)
     return out

@@ -1,0 +1,172 @@
+"""TIAP rescoring and bootstrap wall times (prints medians; never asserted in tests).
+
+Synthetic but realistic shape: 1,000 conversations, each a store of 300 raw turns plus 0-3
+parser facts per turn (~750 memories), 100 queries per conversation (100,000 queries) with
+1-3 gold anchors and a top-60 trace drawn from the conversation's store.
+
+Printed, each the median of --repeats runs in this one process:
+  ours   rescore(): Raw + Source + Canonical, Recall@60 / MRR / nDCG@60, from the in-memory
+         trace/lineage/gold objects (integer coding included);
+  ours   vectorised part only (targets + hits + metrics on already-coded arrays);
+  pytrec_eval, ONE target (Source): RelevanceEvaluator(qrels, {ndcg_cut_60, recall_60,
+         recip_rank}) construction + evaluate(run); its input dicts are built untimed;
+  the paired bootstrap, 3,000 resamples over the 100,000 queries (one metric, and three
+         metrics sharing one draw).
+Goal: ours for three targets < pytrec_eval for one.
+
+Run: .venv/bin/python benchmarks/bench_tiap.py [--queries 100000] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from twistbench.audit.metrics import metrics_from_hits, rescore
+from twistbench.audit.stats import paired_bootstrap, paired_bootstrap_many
+from twistbench.audit.targets import (
+    TARGETS,
+    build_targets,
+    code_lineage,
+    code_queries,
+    hit_matrices,
+)
+from twistbench.audit.traces import Gold, GoldQuery, Lineage, LineageRow, Trace, TraceRun
+
+
+def make(n_queries: int, k: int, seed: int = 1337) -> tuple[TraceRun, Lineage, Gold]:
+    rng = np.random.default_rng(seed)
+    per_conv = 100
+    n_conv = max(1, n_queries // per_conv)
+    n_turns = 300
+    rows: list[LineageRow] = []
+    traces: dict[str, Trace] = {}
+    queries: dict[str, GoldQuery] = {}
+    turn_ids = [f"D{t}" for t in range(n_turns)]
+    for c in range(n_conv):
+        conv = f"conv-{c}"
+        mem: list[str] = []
+        nf = rng.integers(0, 4, size=n_turns)
+        for t in range(n_turns):
+            mid = f"{conv}:{turn_ids[t]}"
+            rows.append(LineageRow.model_construct(conversation=conv, memory_id=mid,
+                                                   sources=[turn_ids[t]], raw=True,
+                                                   canonical=False, text=""))
+            mem.append(mid)
+            for f in range(int(nf[t])):
+                fid = f"{mid}#f{f}"
+                rows.append(LineageRow.model_construct(conversation=conv, memory_id=fid,
+                                                       sources=[turn_ids[t]], raw=False,
+                                                       canonical=True, text=""))
+                mem.append(fid)
+        picks = np.argsort(rng.random((per_conv, len(mem))), axis=1)[:, :k]
+        scores = [float(x) for x in np.linspace(1.0, 0.01, k)]
+        n_anchor = rng.integers(1, 4, size=per_conv)
+        for qi in range(per_conv):
+            qid = f"{conv}:q{qi}"
+            anchors = [turn_ids[a] for a in rng.choice(n_turns, int(n_anchor[qi]), replace=False)]
+            queries[qid] = GoldQuery.model_construct(
+                query_id=qid, conversation=conv, anchors=anchors, category=str(qi % 4 + 1),
+                question="", answer="", anchor_texts={})
+            # fresh string objects, as a trace read from a file has (no shared cached hashes)
+            traces[qid] = Trace(qid, ["".join(mem[j]) for j in picks[qi]], scores, k)
+    return TraceRun("bench", "bench", k, traces), Lineage("bench", rows), Gold("bench", queries)
+
+
+def timed(fn, repeats: int) -> tuple[float, object]:  # noqa: ANN001
+    times, out = [], None
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        out = fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--queries", type=int, default=100_000)
+    ap.add_argument("--k", type=int, default=60)
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    k = args.k
+
+    t0 = time.perf_counter()
+    run, lin, gold = make(args.queries, k)
+    print(f"synthetic inputs: {len(gold.queries):,} queries x {k} ids, "
+          f"{len(lin.rows):,} stored memories ({time.perf_counter() - t0:.1f} s to build)")
+
+    t_ours, rs = timed(lambda: rescore(run, lin, gold, k=k), args.repeats)
+    print(f"ours, rescore() 3 targets x 3 metrics, end to end from the in-memory objects: "
+          f"{t_ours:.2f} s")
+    t_lin, cl = timed(lambda: code_lineage(lin), args.repeats)
+    qids = list(gold.queries)
+    t_q, cq = timed(lambda: code_queries(run, gold, cl, qids, k), args.repeats)
+
+    def vectorised() -> None:
+        ts = build_targets(cq, cl)
+        hits = hit_matrices(cq, ts, cl)
+        for t in TARGETS:
+            metrics_from_hits(hits[t], ts.n_rel[t], k)
+
+    t_vec, _ = timed(vectorised, args.repeats)
+    print(f"  of which: lineage coding {t_lin:.2f} s (once per store), trace + gold coding "
+          f"{t_q:.2f} s, targets + hits + metrics (3 targets) {t_vec:.2f} s")
+    t_resc = t_q + t_vec
+    print(f"ours, rescoring with the store already coded (3 targets): {t_resc:.2f} s")
+
+    try:
+        import pytrec_eval
+    except ImportError:
+        print("pytrec_eval not installed (pip install pytrec-eval-terrier): comparison skipped")
+        pytrec_eval = None
+    if pytrec_eval is not None:
+        by_anchor: dict[tuple[str, str], list[str]] = {}
+
+        def build_qrels() -> dict[str, dict[str, int]]:
+            by_anchor.clear()
+            for r in lin.rows:
+                for s in r.sources:
+                    by_anchor.setdefault((r.conversation, s), []).append(r.memory_id)
+            out: dict[str, dict[str, int]] = {}
+            for qid, g in gold.queries.items():
+                rel = {m: 1 for a in g.anchors for m in by_anchor.get((g.conversation, a), ())}
+                if rel:
+                    out[qid] = rel
+            return out
+
+        t_qrels, qrels = timed(build_qrels, 1)
+        trec_run = {q: dict(zip(t.ids, t.scores)) for q, t in run.traces.items()}
+        measures = {f"ndcg_cut_{k}", f"recall_{k}", "recip_rank"}
+
+        def theirs() -> dict:
+            return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(trec_run)
+
+        t_theirs, ev = timed(theirs, args.repeats)
+        print(f"pytrec_eval, ONE target (Source), same 3 metrics, RelevanceEvaluator + evaluate "
+              f"(qrels and run dicts prebuilt, untimed): {t_theirs:.2f} s")
+        print(f"  (building that one target's qrels dict from the lineage in Python: "
+              f"{t_qrels:.2f} s more)")
+        ours_src = rs.scores["src"]["ndcg"]
+        diff = max(abs(ours_src[i] - ev[q][f"ndcg_cut_{k}"]) for i, q in enumerate(rs.qids)
+                   if q in ev)
+        print(f"  max |ours - pytrec_eval| nDCG@{k} (Source): {diff:.2e}")
+        print(f"  ours (3 targets, end to end) / pytrec_eval (1 target): {t_ours / t_theirs:.2f}; "
+              f"ours (3 targets, store coded) / pytrec_eval (1 target): {t_resc / t_theirs:.2f}")
+
+    a, b = rs.scores["src"]["ndcg"], rs.scores["raw"]["ndcg"]
+    m = ~np.isnan(a) & ~np.isnan(b)
+    t_boot, iv = timed(lambda: paired_bootstrap(a[m], b[m]), args.repeats)
+    print(f"paired bootstrap, 3,000 resamples, n={int(m.sum()):,} queries, one metric: "
+          f"{t_boot:.2f} s  (Δ nDCG Source-Raw {iv.estimate:+.4f} "
+          f"[{iv.low:+.4f}, {iv.high:+.4f}])")
+    d3 = np.column_stack([rs.scores["src"][x][m] - rs.scores["raw"][x][m]
+                          for x in ("recall", "mrr", "ndcg")])
+    t_boot3, _ = timed(lambda: paired_bootstrap_many(d3), args.repeats)
+    print(f"paired bootstrap, 3,000 resamples, three metrics on one shared draw: {t_boot3:.2f} s")
+
+
+if __name__ == "__main__":
+    main()
