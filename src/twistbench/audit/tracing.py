@@ -1,0 +1,214 @@
+"""`twist trace`: drive a system that implements retrieve and lineage and save what TIAP needs.
+
+Per conversation: reset, ingest every session in order, then `retrieve(question, k)` for each
+scored query (query id = the QA item id), then `lineage()` once. Every call goes through the
+run guard (timeout + output validation); a failed call is an error line in traces.jsonl, never
+a score. If ingest or lineage fails for a conversation, all of its queries are errors (their
+store is incomplete or cannot be credited).
+
+Written to out_dir:
+  traces.jsonl    one line per query: {"query_id", "k", "results": [{"id", "score"}]} or "error"
+  lineage.jsonl   one line per stored memory, with its conversation
+  gold.jsonl      query id -> anchors (the QA evidence), category, question, answer, anchor texts
+  trace_manifest.json  system, its config, dataset, k, counts, skipped queries with the reason
+Skipped (reported, not traced): LoCoMo category 5 (adversarial: no evidence by design),
+questions with no evidence, and items excluded by re-validation.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from twistbench.audit.traces import (
+    GoldQuery,
+    LineageRow,
+    write_gold_jsonl,
+    write_lineage_jsonl,
+)
+from twistbench.contract import MemorySystem
+from twistbench.errors import InputError
+from twistbench.model import Conversation, Dataset
+
+DEFAULT_K = 60
+
+
+@dataclass
+class AuditCorpus:
+    """Conversations plus the queries to trace (gold), from any benchmark loader."""
+
+    name: str
+    version: str
+    conversations: list[Conversation]
+    queries: list[GoldQuery]
+    # {"query_id", "conversation", "reason"}: queries that cannot be scored, reported
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def corpus_from_dataset(dataset: Dataset) -> AuditCorpus:
+    """LoCoMo-style QA items of a Dataset as audit queries (cat. 5 / no evidence skipped)."""
+    texts = {c.id: {e.id: e.text for e in c.events} for c in dataset.conversations}
+    queries: list[GoldQuery] = []
+    skipped: list[dict[str, str]] = []
+    for qa in dataset.qa:
+        if qa.excluded:
+            skipped.append({"query_id": qa.id, "conversation": qa.conversation,
+                            "reason": f"excluded: {qa.excluded}"})
+        elif qa.category == 5:
+            skipped.append({"query_id": qa.id, "conversation": qa.conversation,
+                            "reason": "category 5 (adversarial, no evidence)"})
+        elif not qa.evidence:
+            skipped.append({"query_id": qa.id, "conversation": qa.conversation,
+                            "reason": "no evidence turns"})
+        else:
+            conv_texts = texts.get(qa.conversation, {})
+            queries.append(GoldQuery(
+                query_id=qa.id, conversation=qa.conversation, anchors=list(qa.evidence),
+                category=str(qa.category), question=qa.question, answer=qa.answer or "",
+                anchor_texts={a: conv_texts[a] for a in qa.evidence if a in conv_texts}))
+    return AuditCorpus(dataset.name, dataset.version, list(dataset.conversations), queries,
+                       skipped, {"key_sha256": dataset.key_sha256})
+
+
+def raw_lineage(conversations: Sequence[Conversation]) -> list[LineageRow]:
+    """The lineage of a store that keeps every turn verbatim: memory id = turn id, raw."""
+    return [LineageRow(conversation=c.id, memory_id=e.id, sources=[e.id], raw=True,
+                       canonical=False, text=e.text) for c in conversations for e in c.events]
+
+
+@dataclass
+class TraceReport:
+    out_dir: str
+    system: str
+    dataset: str
+    k: int
+    conversations: int = 0
+    queries: int = 0
+    traced: int = 0
+    errors: int = 0
+    skipped: int = 0
+    stored_memories: int = 0
+    seconds: float = 0.0
+    error_kinds: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: str | Path,
+                 k: int = DEFAULT_K, timeout_s: float = 120.0,
+                 conversations: Sequence[str] | None = None) -> TraceReport:
+    """Trace `system` on `dataset` and write traces, lineage, gold and a manifest to out_dir.
+
+    system: any MemorySystem whose capabilities declare retrieve and lineage (else InputError:
+        the audit is N/A for it).
+    dataset: a Dataset (its QA items are the queries) or an AuditCorpus from a loader
+        (LongMemEval-S, BEAM).
+    k: ranked ids per query (default 60, TIAP §4).
+    conversations: restrict to these conversation ids (default: all).
+    """
+    from twistbench.runs.guard import GuardedSystem
+    from twistbench.tracks.base import SystemCallError
+
+    caps = system.capabilities
+    if not (caps.retrieve and caps.lineage):
+        missing = [c for c in ("retrieve", "lineage") if not getattr(caps, c)]
+        raise InputError("--system", f"{system.name} does not declare {', '.join(missing)}: "
+                         "the retrieval audit is N/A for it", field="capabilities",
+                         expected="a system with retrieve and lineage")
+    if k < 1:
+        raise InputError("--k", f"k = {k}", field="k", expected="k >= 1")
+    corpus = dataset if isinstance(dataset, AuditCorpus) else corpus_from_dataset(dataset)
+    convs = corpus.conversations
+    if conversations is not None:
+        wanted = set(conversations)
+        unknown = wanted - {c.id for c in convs}
+        if unknown:
+            raise InputError("--conversation", f"unknown conversation(s) {sorted(unknown)}",
+                             expected="conversation ids of the dataset")
+        convs = [c for c in convs if c.id in wanted]
+    conv_ids = {c.id for c in convs}
+    skipped = [x for x in corpus.skipped if x.get("conversation", "") in conv_ids
+               or conversations is None]
+    by_conv: dict[str, list[GoldQuery]] = {}
+    for q in corpus.queries:
+        by_conv.setdefault(q.conversation, []).append(q)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report = TraceReport(str(out), system.name, f"{corpus.name} {corpus.version}", k)
+    report.skipped = len(skipped)
+    guarded = GuardedSystem(system, timeout_s)
+    lineage_rows: list[LineageRow] = []
+    gold_rows: list[GoldQuery] = []
+    t0 = time.perf_counter()
+
+    def err(exc: SystemCallError) -> str:
+        report.error_kinds[exc.kind] = report.error_kinds.get(exc.kind, 0) + 1
+        return f"{exc.call}: {exc.kind}: {exc.message}"
+
+    with open(out / "traces.jsonl", "w", encoding="utf-8") as fh:
+        def line(obj: dict[str, Any]) -> None:
+            fh.write(json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n")
+
+        for conv in convs:
+            queries = by_conv.get(conv.id, [])
+            report.conversations += 1
+            report.queries += len(queries)
+            gold_rows.extend(queries)
+            failed: str | None = None
+            try:
+                guarded.reset(conv.id)
+                for _, events in conv.sessions():
+                    guarded.ingest(events)
+            except SystemCallError as exc:
+                failed = f"conversation not ingested: {err(exc)}"
+            lines: list[dict[str, Any]] = []
+            for q in queries:
+                if failed:
+                    lines.append({"query_id": q.query_id, "error": failed})
+                    continue
+                try:
+                    hits = guarded.retrieve(q.question, k)
+                    lines.append({"query_id": q.query_id, "k": k,
+                                  "results": [{"id": h.id, "score": h.score} for h in hits[:k]]})
+                except SystemCallError as exc:
+                    lines.append({"query_id": q.query_id, "error": err(exc)})
+            if not failed:
+                try:
+                    recs = guarded.lineage()
+                    rows = [LineageRow(conversation=conv.id, **r.model_dump()) for r in recs]
+                    ids = [r.memory_id for r in rows]
+                    if len(set(ids)) != len(ids):
+                        raise SystemCallError("invalid_output", "lineage",
+                                              "a memory id is listed twice")
+                    lineage_rows.extend(rows)
+                    report.stored_memories += len(rows)
+                except SystemCallError as exc:
+                    msg = f"lineage unavailable: {err(exc)}"
+                    lines = [{"query_id": x["query_id"], "error": msg} for x in lines]
+            for x in lines:
+                line(x)
+                if "error" in x:
+                    report.errors += 1
+                else:
+                    report.traced += 1
+    write_lineage_jsonl(out / "lineage.jsonl", lineage_rows)
+    write_gold_jsonl(out / "gold.jsonl", gold_rows)
+    report.seconds = round(time.perf_counter() - t0, 3)
+    from twistbench.runs.folder import Redactor
+
+    raw_config = system.config() if hasattr(system, "config") else {}
+    config = Redactor(raw_config).config(raw_config)  # never write a secret option
+    manifest = {"report": report.as_dict(), "system_config": config,
+                "capabilities": caps.as_dict(), "dataset": {"name": corpus.name,
+                                                            "version": corpus.version,
+                                                            **corpus.meta},
+                "skipped": skipped}
+    (out / "trace_manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True,
+                                                        default=str) + "\n", encoding="utf-8")
+    return report

@@ -1,0 +1,137 @@
+"""write_traces on a tiny synthetic dataset: files, skips, errors, declines; the native store."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from twistbench.audit.core import audit
+from twistbench.audit.native import NativeStore
+from twistbench.audit.traces import read_gold, read_lineage, read_traces
+from twistbench.audit.tracing import corpus_from_dataset, raw_lineage, write_traces
+from twistbench.contract import BaseSystem, Capabilities
+from twistbench.errors import InputError
+from twistbench.model import Conversation, Dataset, Event, QAItem, ScoredMemory
+
+
+def _dataset() -> Dataset:
+    t0 = datetime(2023, 5, 8, 13, 56)
+    lines = [
+        (1, "Caroline", "I went to the LGBTQ support group yesterday. It was powerful."),
+        (1, "Melanie", "That sounds great! I painted a sunrise over the lake last week."),
+        (2, "Caroline", "I'm researching adoption agencies; I want to be a mother."),
+        (2, "Melanie", "My kids love camping at the beach. We roast marshmallows."),
+    ]
+    events = [Event(id=f"D{s}:{i}", conversation="conv-x", session=s,
+                    timestamp=t0 + timedelta(days=7 * (s - 1), minutes=i), speaker=sp, text=tx)
+              for i, (s, sp, tx) in enumerate(lines, start=1)]
+    conv = Conversation(id="conv-x", speakers=["Caroline", "Melanie"], events=events)
+    qa = [
+        QAItem(id="conv-x:qa0", conversation="conv-x", question="When did Caroline go to the "
+               "LGBTQ support group?", answer="7 May 2023", category=2, evidence=["D1:1"]),
+        QAItem(id="conv-x:qa1", conversation="conv-x", question="What did Melanie paint?",
+               answer="a sunrise", category=4, evidence=["D1:2"]),
+        QAItem(id="conv-x:qa2", conversation="conv-x", question="What is Caroline researching?",
+               answer="adoption agencies", category=1, evidence=["D2:3", "D1:1"]),
+        QAItem(id="conv-x:qa3", conversation="conv-x", question="What did Caroline's dog eat?",
+               category=5, adversarial_answer="cake"),
+        QAItem(id="conv-x:qa4", conversation="conv-x", question="Where do the kids camp?",
+               answer="beach", category=4, evidence=[]),
+    ]
+    return Dataset(name="tiny", version="1", key_sha256="0" * 64, conversations=[conv], qa=qa)
+
+
+def test_corpus_from_dataset_skips_and_texts() -> None:
+    corpus = corpus_from_dataset(_dataset())
+    assert [q.query_id for q in corpus.queries] == ["conv-x:qa0", "conv-x:qa1", "conv-x:qa2"]
+    assert {s["query_id"]: s["reason"] for s in corpus.skipped} == {
+        "conv-x:qa3": "category 5 (adversarial, no evidence)",
+        "conv-x:qa4": "no evidence turns"}
+    assert corpus.queries[2].anchor_texts["D2:3"].startswith("I'm researching")
+    assert len(raw_lineage(corpus.conversations)) == 4
+
+
+def test_native_store_traces_and_audit(tmp_path: Path) -> None:
+    out = tmp_path / "lexical-F5"
+    rep = write_traces(NativeStore("lexical", 5), _dataset(), out, k=60)
+    assert (rep.queries, rep.traced, rep.errors, rep.skipped) == (3, 3, 0, 2)
+    lin = read_lineage(out / "lineage.jsonl")
+    raw = [r for r in lin.rows if r.raw]
+    facts = [r for r in lin.rows if r.canonical]
+    assert len(raw) == 4 and facts and all(not r.raw for r in facts)
+    assert all(r.conversation == "conv-x" and len(r.sources) == 1 for r in lin.rows)
+    assert {r.sources[0] for r in facts} <= {r.memory_id for r in raw}
+    run = read_traces(out / "traces.jsonl")
+    assert run.name == "lexical-F5" and run.k == 60
+    # BM25 ranks only memories sharing a term with the question; never more than k or the store
+    assert all(0 < len(t.ids) <= len(lin.rows) for t in run.traces.values())
+    assert "D1:2" in run.traces["conv-x:qa1"].ids  # "paint" matches "painted" (stemmed)
+    gold = read_gold(out / "gold.jsonl")
+    assert gold.queries["conv-x:qa2"].anchors == ["D2:3", "D1:1"]
+    manifest = json.loads((out / "trace_manifest.json").read_text())
+    assert manifest["system_config"]["parser_max_facts"] == 5
+    assert len(manifest["skipped"]) == 2
+    res = audit([out / "traces.jsonl"], out / "lineage.jsonl", out / "gold.jsonl",
+                tmp_path / "audit", n_resamples=50)
+    r = res.runs[0]
+    assert r["scored"] == 3 and r["coverage"]["raw"]["eligible"] == 3
+    for t in ("raw", "src", "can"):
+        if r["full"][t]["n"]:
+            assert 0.0 < r["full"][t]["recall"] <= 1.0
+
+
+class _Flaky(BaseSystem):
+    name = "flaky"
+    capabilities = Capabilities(retrieve=True, lineage=True)
+
+    def __init__(self, bad_lineage: bool = False) -> None:
+        self.bad_lineage = bad_lineage
+        self.turns: list[str] = []
+
+    def ingest(self, events):  # noqa: ANN001, ANN201
+        self.turns += [e.id for e in events]
+        return {}
+
+    def retrieve(self, query: str, k: int):  # noqa: ANN201
+        if "paint" in query:
+            raise RuntimeError("index offline")
+        if "researching" in query:
+            return [{"id": "D2:3"}]  # no score: invalid output
+        return [ScoredMemory(id=t, score=1.0 / (i + 1)) for i, t in enumerate(self.turns)][:k]
+
+    def lineage(self):  # noqa: ANN201
+        rows = [{"memory_id": t, "sources": [t], "raw": True, "canonical": False}
+                for t in self.turns]
+        return rows + rows[:1] if self.bad_lineage else rows
+
+
+def test_errors_are_recorded_not_scored(tmp_path: Path) -> None:
+    rep = write_traces(_Flaky(), _dataset(), tmp_path / "f", k=2, timeout_s=10)
+    assert (rep.traced, rep.errors) == (1, 2)
+    assert rep.error_kinds == {"exception": 1, "invalid_output": 1}
+    run = read_traces(tmp_path / "f" / "traces.jsonl")
+    assert set(run.errors) == {"conv-x:qa1", "conv-x:qa2"}
+    assert "index offline" in run.errors["conv-x:qa1"]
+    assert run.traces["conv-x:qa0"].ids == ["D1:1", "D1:2"]  # cut at k = 2
+
+
+def test_bad_lineage_turns_queries_into_errors(tmp_path: Path) -> None:
+    rep = write_traces(_Flaky(bad_lineage=True), _dataset(), tmp_path / "g", k=2, timeout_s=10)
+    assert rep.traced == 0 and rep.errors == 3
+    run = read_traces(tmp_path / "g" / "traces.jsonl")
+    assert all("lineage unavailable" in e for e in run.errors.values())
+
+
+def test_declining_system_is_na(tmp_path: Path) -> None:
+    class NoLineage(BaseSystem):
+        name = "nolin"
+        capabilities = Capabilities(retrieve=True)
+
+    with pytest.raises(InputError, match="N/A"):
+        write_traces(NoLineage(), _dataset(), tmp_path / "n")
+    with pytest.raises(InputError, match="unknown conversation"):
+        write_traces(NativeStore("lexical", 1), _dataset(), tmp_path / "n",
+                     conversations=["conv-zz"])
