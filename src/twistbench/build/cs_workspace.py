@@ -506,9 +506,9 @@ def _clause(topic: dict[str, Any], kind: str, rng: random.Random, slots: dict[st
 def _render(frame: str, clauses: dict[str, str], slots: dict[str, str], rng: random.Random,
             wrap: bool) -> str:
     """Fill a frame; optionally add a shared opener/closer (same pool for both labels)."""
-    if wrap and frame.startswith("{") and frame[1].isupper() and rng.random() < 0.35:
+    if wrap and frame.startswith("{") and frame[1].isupper() and rng.random() < 0.5:
         frame = rng.choice(TN.SHARED_PREFIXES) + " {" + frame[1].lower() + frame[2:]
-    if wrap and rng.random() < 0.35:
+    if wrap and rng.random() < 0.5:
         frame = frame + " " + rng.choice(TN.SHARED_TAILS)
     values = dict(slots)
     for k, v in clauses.items():
@@ -522,10 +522,29 @@ def _pick_frame(frames: dict[str, str], rng: random.Random) -> tuple[str, str]:
     return fid, frames[fid]
 
 
+# Track A topics -> Track B scenarios / Track C subject instances that would talk about the same
+# thing in the same workspace (claimed up front so they are never drawn there).
+TOPIC_EXCLUDES: dict[str, tuple[tuple[str, str], ...]] = {
+    "training": (("block", "scenario:training"), ("subject:training_city", "admin training")),
+    "launch_timeline": (("block", "scenario:kickoff"),),
+    "expansion": (("block", "scenario:kickoff"),),
+    "integration_critical": (("block", "scenario:connector"),),
+    "roadmap_commit": (("block", "scenario:beta"),),
+    "admin_ownership": (("subject:admin_person", "workspace admin"),),
+    "multi_year": (("block", "scenario:cfo_meeting"),),
+    "renewal": (("block", "scenario:cfo_meeting"),),
+}
+
+
 def _track_a(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[Any]],
              variety_rows: list[tuple[str, str, str, str, str]]) -> None:
     pairs_rev = [p for p in plan.pairs if p["rev_ws"] == w]
     pairs_hn = [p for p in plan.pairs if p["hn_ws"] == w]
+    # Items of other tracks must not make claims about what this workspace's arcs are about.
+    for pair in [*pairs_rev, *pairs_hn]:
+        for slot in ("team", "feature", "integration"):
+            ws.used.add((slot, pair["slots"][slot]))
+        ws.used.update(TOPIC_EXCLUDES.get(pair["topic"], ()))
     for pair in pairs_rev:
         rng = _rng(seed, "A-rev", pair["index"])
         topic = TN.TOPICS[pair["topic"]]
@@ -556,8 +575,18 @@ def _track_a(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
         group = TN.REVERSAL_FRAME_GROUPS[rng.choice(sorted(TN.REVERSAL_FRAME_GROUPS))]
         rfid = rng.choice(group)
         rframe = TN.REVERSAL_FRAMES[rfid]
-        rev_ev = _place(ws, bms[-1], ch_rev, speaker,
-                        _render(rframe, {"neg": nclause}, slots, rng, True))
+        rev_text = _render(rframe, {"neg": nclause}, slots, rng, True)
+        lead = rng.random()
+        if lead < TN.REVERSAL_REASON_RATE:
+            # a reason first, drawn from the same outside-pressure clauses the pressure-signal
+            # hard negatives use: realistic, and it keeps that vocabulary label-neutral
+            _, reason = _clause(topic, "pressure", rng, slots)
+            rev_text = f"{_cap(reason)}. {rev_text}"
+        elif lead < TN.REVERSAL_REASON_RATE + TN.REVERSAL_MEMORY_RATE:
+            # or a memory (the first half of a nostalgia clause, without its re-affirmation)
+            _, memory = _clause(topic, "nostalgia", rng, slots)
+            rev_text = f"{_cap(TN.memory_part(memory))}. {rev_text}"
+        rev_ev = _place(ws, bms[-1], ch_rev, speaker, rev_text)
         templates["reversal"] = f"{rfid}:{pair['topic']}.neg{ni}"
         arc_id = f"{ws.id}:rev-{len(out['rev']) + 1:02d}"
         pair["rev_id"] = arc_id
@@ -664,7 +693,11 @@ def _claim_subject(ws: Workspace, rng: random.Random) -> tuple[str, str]:
     for _ in range(500):
         key = rng.choice(keys)
         q = rng.choice(CH.SUBJECTS[key]["qualifiers"])
+        if key == "seats" and ("team", q) in ws.used:
+            continue
         if ws.claim("subject:" + key, q):
+            if key == "seats":
+                ws.used.add(("team", q))
             return key, q
     raise RuntimeError("subject instances exhausted")
 
@@ -735,13 +768,22 @@ def _track_b(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
         meta: dict[str, Any] = {}
         if source in ("event", "commitment"):
             scenarios = DR.EVENT_SCENARIOS if source == "event" else DR.COMMITMENT_SCENARIOS
-            for _ in range(500):
+            for _ in range(2000):
                 name = rng.choice(sorted(scenarios))
                 sc = scenarios[name]
                 slots.update(team=rng.choice(P.TEAMS), feature=rng.choice(P.FEATURES),
                              integration=rng.choice(P.INTEGRATIONS), month=rng.choice(P.MONTHS))
-                if ws.claim("scenario:" + name, slots[sc["key"]]):
+                slot = sc["key"]
+                if ("block", "scenario:" + name) in ws.used:
+                    continue
+                if slot != "month" and (slot, slots[slot]) in ws.used:
+                    continue
+                if ws.claim("scenario:" + name, slots[slot]):
+                    if slot != "month":
+                        ws.used.add((slot, slots[slot]))
                     break
+            else:  # pragma: no cover
+                raise RuntimeError("draft scenarios exhausted")
             bm = rng.randint(2 * _DAY_MINUTES, ws.business_minutes - 3 * _DAY_MINUTES)
             slots["day"] = P.WEEKDAYS[(bm // _DAY_MINUTES) % 5]
             if source == "event":

@@ -308,7 +308,8 @@ SUBJECTS: dict[str, dict[str, object]] = {
     },
     "training_city": {
         "kind": "city",
-        "qualifiers": ("admin training", "onsite workshop", "kickoff offsite", "executive briefing"),
+        "qualifiers": ("admin training", "user conference session", "kickoff offsite",
+                       "executive briefing"),
         "state": (
             "The {q} will be in {v}.",
             "Let's hold the {q} in {v}.",

@@ -19,6 +19,8 @@ product vendor anchor_month.
 
 from __future__ import annotations
 
+import re
+
 TOPICS: dict[str, dict[str, object]] = {
     "renewal": {
         "title": "renewal intent at the current price",
@@ -744,16 +746,16 @@ REVERSAL_FRAMES = {
     "r04": "{Neg}, and we'd rather you hear it from us than from procurement.",
     "r05": "Heads-up before our next call — {neg}.",
     "r06": "After the last few weeks, {neg}.",
-    "r07": "For your notes: {neg}.",
+    "r07": "For your notes, I'll be brief: {neg}.",
     "r08": "So, {neg}. Happy to walk through the reasons on a call.",
     "r09": "{Neg}. If anything shifts I'll tell you.",
-    "r10": "Honestly, {neg}.",
+    "r10": "Honestly, I'll just say it: {neg}.",
     "r11": "Where we've landed internally: {neg}.",
     "r12": "Not the news you were hoping for, I know, but {neg}.",
     "r13": "{Neg} — the leadership team agreed on it yesterday.",
     "r14": "Seriously, {neg}, and that's where it stands this year.",
     "r15": "As {colleague} said on Tuesday, {neg}.",
-    "r16": "Just so it's clear on our end: {neg}.",
+    "r16": "Just so it's clear, I'm writing it down: {neg}.",
     "r17": "No joke, {neg}.",
     "r18": "Thinking about it more this week, {neg}.",
     # Frames that borrow the hard negatives' function words without softening the reversal.
@@ -761,12 +763,12 @@ REVERSAL_FRAMES = {
     "r20": "If it helps your planning, {neg}.",
     "r21": "I remember the question from the last call, so: {neg}.",
     "r22": "{colleague} said you'd want to know early: {neg}.",
-    "r23": "No hypotheticals here — {neg}.",
-    "r24": "Joking aside, {neg}.",
+    "r23": "No hypotheticals here, and no ifs: {neg}.",
+    "r24": "Joking aside, if I'm straight with you, {neg}.",
     "r25": "Not a pressure tactic, just where things are: {neg}.",
     "r26": "Finance is still reviewing the details, but the decision is made: {neg}.",
     "r27": "Nothing dramatic otherwise; {neg}.",
-    "r28": "In practice, {neg}.",
+    "r28": "In practice, I can tell you that {neg}.",
     "r29": "Looking at it today, {neg}. Please update the account plan.",
     "r30": "For the record, {neg}.",
     "r31": "My view after this week: {neg}.",
@@ -777,7 +779,7 @@ REVERSAL_FRAMES = {
     "r36": "I have to tell you what my boss decided: {neg}.",
     "r37": "What I can say today: {neg}.",
     "r38": "Earlier this week the team agreed, so I'll pass it on: {neg}.",
-    "r39": "A lot changed on our side this month; {neg}.",
+    "r39": "A lot happened since earlier this month; {neg}.",
     "r40": "I said to {colleague} that you should hear it first: {neg}.",
     "r41": "Back to the point of my email, first things first: {neg}.",
     "r42": "If I'm honest, {neg}.",
@@ -790,7 +792,7 @@ REVERSAL_FRAMES = {
     "r49": "Remember the budget meeting I mentioned? The outcome: {neg}.",
     "r50": "I've told {colleague} already, and now you: {neg}.",
     "r51": "I would rather not do this by email, but {neg}.",
-    "r52": "Still processing it myself, but {neg}.",
+    "r52": "Still processing it myself since earlier today, but {neg}.",
     "r53": "My update for the quarter: {neg}.",
     "r54": "Earlier today I got the final word: {neg}.",
     "r55": "If you were wondering why I went quiet: {neg}.",
@@ -799,8 +801,8 @@ REVERSAL_FRAMES = {
     "r58": "The board met on Tuesday and it was clear: {neg}.",
     "r59": "It took a while from when we first discussed the budget, but {neg}.",
     "r60": "Last month was rough, from when the first budget cuts landed; {neg}.",
-    "r61": "I wish I could say it's a what-if, but {neg}.",
-    "r62": "We'd hoped it wouldn't come to this, but {neg}.",
+    "r61": "I wish I could say it would only happen if things got worse, but {neg}.",
+    "r62": "We'd still hoped it wouldn't come to this, but {neg}.",
     "r63": "Would love to say otherwise, but {neg}.",
     "r64": "If you're wondering whether this is final, it is: {neg}.",
     "r65": "Please update your notes: {neg}.",
@@ -808,20 +810,41 @@ REVERSAL_FRAMES = {
     "r67": "Our CFO has weighed in: {neg}.",
     "r68": "With the audit landing this quarter, {neg}.",
     "r69": "When I got back from leave, it was already settled: {neg}.",
+    "r70": "As of this week, {neg}.",
+    "r71": "As I mentioned to {colleague}, {neg}.",
+    "r72": "Our finance team is reviewing spend across the board, and {neg}.",
+    "r73": "With the reorg this quarter, {neg}.",
+    "r74": "Our CFO asked every team to cut back, and in our case {neg}.",
+    "r75": "Procurement is busy with year-end, but the outcome is clear: {neg}.",
+    "r76": "Security and legal both had their say this month; {neg}.",
 }
+
+# Share of reversal turns that open with an outside-pressure reason ("Finance is reviewing ...").
+REVERSAL_REASON_RATE = 0.3
+# Share that open with a memory instead (the look-back half of a nostalgia clause).
+REVERSAL_MEMORY_RATE = 0.2
+_AFFIRMATION = re.compile(r"(; |, and now |, and it's |, and they |, and we're |, so I'm |"
+                          r", which is why |, and it still |, and now the )")
+
+
+def memory_part(nostalgia_clause: str) -> str:
+    """The look-back half of a nostalgia clause ("I remember X; still Y" -> "I remember X")."""
+    return _AFFIRMATION.split(nostalgia_clause, maxsplit=1)[0]
+
 
 # Reversal frames by the hard-negative family whose function words they borrow ("plain" borrows
 # none). A reversal picks a group uniformly, then a frame, so each family's marker words show up
 # in reversal turns at about the rate they show up in hard-negative turns.
 REVERSAL_FRAME_GROUPS = {
-    "plain": ("r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r10", "r11", "r12",
+    "plain": ("r70", "r71", "r01", "r02", "r03", "r04", "r05", "r06", "r07", "r08", "r10", "r11", "r12",
               "r13", "r14", "r16", "r17", "r18", "r27", "r28", "r30", "r31", "r32", "r33",
               "r37", "r43", "r44", "r45", "r57"),
     "hypothetical": ("r09", "r20", "r23", "r24", "r42", "r51", "r55", "r61", "r62", "r63", "r64"),
     "nostalgia": ("r21", "r34", "r35", "r41", "r46", "r47", "r48", "r49", "r58", "r59", "r60", "r69"),
     "acknowledged_change": ("r15", "r22", "r29", "r36", "r38", "r39", "r40", "r50", "r52", "r54",
                             "r56", "r65"),
-    "pressure_signal": ("r19", "r25", "r26", "r53", "r66", "r67", "r68"),
+    "pressure_signal": ("r19", "r25", "r26", "r53", "r66", "r67", "r68", "r72", "r73", "r74",
+                        "r75", "r76"),
 }
 
 # Hard negatives. Acknowledged change: the speaker names the change of mind themselves.
@@ -873,6 +896,7 @@ NOSTALGIA_FRAMES = {
     "n13": "{Nostalgia}. No regrets now.",
     "n14": "We've come a long way: {nostalgia}.",
     "n15": "Now that I think about it, {nostalgia}.",
+    "n16": "{Nostalgia}. Those days won't come back, and that's fine.",
 }
 
 PRESSURE_FRAMES = {
@@ -911,7 +935,8 @@ SHARED_TAILS = (
     "I said the same to {colleague} this morning.", "Remember to add it to the notes.",
     "Nothing else has changed.",
     "I'll get back to you with dates.", "My inbox is a mess, so ping me if I miss something.",
-    "What a week.", "I'm around all afternoon.",
+    "What a week.", "I'm around all afternoon.", "Half the team already knows.",
+    "That's all from our side for now.",
 )
 
 # Nostalgia clauses open with one of two retrospective markers; each is swapped for an
