@@ -241,18 +241,24 @@ def _place(ws: Workspace, bm: int, channel: str, speaker: Person, text: str,
     thread = ws.new_thread("call", ts, rng.choice(BG.CALL_KINDS))
     vendor = speaker if speaker.side == "vendor" else other
     t = ts - timedelta(minutes=rng.randint(3, 12))
-    ws.add(t, vendor, "call", _fill_bg(ws, rng.choice(BG.CALL_OPENINGS)[1], {}), thread)
+    cast = {"V1": vendor, "C1": speaker if speaker.side == "customer" else other}
+    slots = _thread_slots(ws, cast)
+    ws.add(t, vendor, "call", _fill_bg(rng.choice(BG.CALL_OPENINGS)[1], slots), thread)
     ws.add(ts - timedelta(minutes=1), other, "call", rng.choice(BG.CALL_LEADS), thread)
     ev = ws.add(ts, speaker, "call", text, thread, crisis)
     ws.add(ts + timedelta(minutes=1), other, "call", rng.choice(P.ACKS), thread)
     if rng.random() < 0.5:
         ws.add(ts + timedelta(minutes=rng.randint(2, 4)), vendor, "call",
-               _fill_bg(ws, rng.choice(BG.CALL_CLOSINGS)[1], {}), thread)
+               _fill_bg(rng.choice(BG.CALL_CLOSINGS)[1], slots), thread)
     return ev
 
 
-def _fill_bg(ws: Workspace, template: str, names: dict[str, str]) -> str:
+def _thread_slots(ws: Workspace, cast: dict[str, Person] | None = None) -> dict[str, str]:
+    """Slot values for one background thread: drawn once, so every line agrees."""
     rng = ws.rng
+    cast = cast if cast is not None else {}
+    for tag in ("C1", "C2", "V1", "V2"):
+        _speaker_for(ws, tag, cast)
     slots = {
         "report": rng.choice(P.REPORTS), "error": rng.choice(P.ERRORS),
         "feature": rng.choice(P.FEATURES), "integration": rng.choice(P.INTEGRATIONS),
@@ -263,8 +269,11 @@ def _fill_bg(ws: Workspace, template: str, names: dict[str, str]) -> str:
         "product": P.PRODUCT,
     }
     slots["action"] = _fmt(rng.choice(BG.ACTIONS), **slots)
-    for k in ("C1", "C2", "V1", "V2"):
-        slots[k] = names.get(k, rng.choice(ws.people).first)
+    slots.update({tag: p.first for tag, p in cast.items()})
+    return slots
+
+
+def _fill_bg(template: str, slots: dict[str, str]) -> str:
     text = _fmt(template, **slots)
     return _cap(text) if text else text
 
@@ -282,12 +291,25 @@ def _speaker_for(ws: Workspace, spec: str, cast: dict[str, Person]) -> Person:
     return cast[tag]
 
 
-def _voice(ws: Workspace, p: Person, text: str, channel: str) -> str:
-    if channel == "slack" and ws.rng.random() < 0.3:
-        opener = ws.rng.choice(p.openers)
-        if opener:
-            return f"{opener} {text}"
-    return text
+_LOWERABLE = frozenset(
+    "The Can Is How Does Why Any Could Quick Feature Heads Following Planned Reminder Notes "
+    "Found Thanks Not Yes No Done Usually That Same Nice Great Got Perfect Good Sure Shared "
+    "Sent Confirmed Around Happy Okay We Our Open".split())
+
+
+def _voice(ws: Workspace, p: Person, text: str, first_in_thread: bool) -> str:
+    """A person's habitual opener on the first Slack message of a thread (their stable voice)."""
+    if not first_in_thread or ws.rng.random() >= 0.4:
+        return text
+    opener = ws.rng.choice(p.openers)
+    if not opener:
+        return text
+    if opener.endswith(","):
+        word = text.split(" ", 1)[0]
+        if word not in _LOWERABLE:
+            return text
+        text = text[0].lower() + text[1:]
+    return f"{opener} {text}"
 
 
 def _background_thread(ws: Workspace, bm: int) -> int:
@@ -296,51 +318,41 @@ def _background_thread(ws: Workspace, bm: int) -> int:
     ts = ws.at(bm)
     kind = rng.choices(("slack", "email", "call"), weights=(55, 30, 15))[0]
     cast: dict[str, Person] = {}
-    added = 0
     if kind == "slack":
         lines = rng.choice(BG.SLACK_THREADS)
-        thread = ws.new_thread("slack", ts)
-        for spec, _ in lines:
-            _speaker_for(ws, spec, cast)
-        names = {k: p.first for k, p in cast.items()}
-        t = ts
-        for spec, tmpl in lines:
-            p = _speaker_for(ws, spec, cast)
-            ws.add(t, p, "slack", _voice(ws, p, _fill_bg(ws, tmpl, names), "slack"), thread)
-            t += timedelta(minutes=rng.randint(1, 45))
-            added += 1
     elif kind == "email":
         subject_t, lines = rng.choice(BG.EMAIL_THREADS)
-        for spec, _ in lines:
-            _speaker_for(ws, spec, cast)
-        names = {k: p.first for k, p in cast.items()}
-        subject = _fill_bg(ws, subject_t, names)
-        thread = ws.new_thread("email", ts, subject)
-        t = ts
+    else:
+        lines = [rng.choice(BG.CALL_OPENINGS)]
+        for exchange in rng.sample(BG.CALL_EXCHANGES, rng.randint(2, 4)):
+            lines += exchange
+        lines.append(rng.choice(BG.CALL_CLOSINGS))
+    for spec, _ in lines:  # forced roles first, then the free tags
+        _speaker_for(ws, spec, cast)
+    slots = _thread_slots(ws, cast)
+    t = ts
+    if kind == "slack":
+        thread = ws.new_thread("slack", ts)
+        for k, (spec, tmpl) in enumerate(lines):
+            p = _speaker_for(ws, spec, cast)
+            ws.add(t, p, "slack", _voice(ws, p, _fill_bg(tmpl, slots), k == 0), thread)
+            t += timedelta(minutes=rng.randint(1, 45))
+    elif kind == "email":
+        thread = ws.new_thread("email", ts, _fill_bg(subject_t, slots))
         prev: Person | None = None
         for spec, tmpl in lines:
             p = _speaker_for(ws, spec, cast)
             to = prev.first if prev is not None else ws.counterpart(p).first
-            body = f"Hi {to},\n\n{_fill_bg(ws, tmpl, names)}\n\n{p.signoff}\n{p.first}"
+            body = f"Hi {to},\n\n{_fill_bg(tmpl, slots)}\n\n{p.signoff}\n{p.first}"
             ws.add(t, p, "email", body, thread)
             t += timedelta(minutes=rng.randint(30, 900))
             prev = p
-            added += 1
     else:
         thread = ws.new_thread("call", ts, rng.choice(BG.CALL_KINDS))
-        lines = [rng.choice(BG.CALL_OPENINGS)]
-        lines += rng.sample(BG.CALL_MIDDLE, rng.randint(4, 9))
-        lines.append(rng.choice(BG.CALL_CLOSINGS))
-        for spec, _ in lines:
-            _speaker_for(ws, spec, cast)
-        names = {k: p.first for k, p in cast.items()}
-        t = ts
         for spec, tmpl in lines:
-            p = _speaker_for(ws, spec, cast)
-            ws.add(t, p, "call", _fill_bg(ws, tmpl, names), thread)
+            ws.add(t, _speaker_for(ws, spec, cast), "call", _fill_bg(tmpl, slots), thread)
             t += timedelta(minutes=rng.randint(1, 4))
-            added += 1
-    return added
+    return len(lines)
 
 
 # ---------------------------------------------------------------------------------------------
