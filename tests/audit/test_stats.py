@@ -94,6 +94,9 @@ def test_mean_gap_bootstrap_single_run_equals_two_group() -> None:
     both = mean_gap_bootstrap([(x, y), (x + 1, y)])
     assert both.estimate == pytest.approx(((x.mean() - y.mean()) + (x.mean() + 1 - y.mean())) / 2)
     assert math.isnan(mean_gap_bootstrap([(x, np.array([]))]).estimate)
+    # a group of one would resample to itself and give a zero-width interval: n/a instead
+    assert math.isnan(two_group_bootstrap(x, y[:1]).low)
+    assert mean_gap_bootstrap([(x, y[:1]), (x, y)]).n == 1
 
 
 def test_empty_samples_are_nan_not_zero() -> None:

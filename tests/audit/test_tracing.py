@@ -51,6 +51,7 @@ def test_corpus_from_dataset_skips_and_texts() -> None:
         "conv-x:qa3": "category 5 (adversarial, no evidence)",
         "conv-x:qa4": "no evidence turns"}
     assert corpus.queries[2].anchor_texts["D2:3"].startswith("I'm researching")
+    assert [q.category for q in corpus.queries] == ["temporal", "single-hop", "multi-hop"]
     assert len(raw_lineage(corpus.conversations)) == 4
 
 

@@ -21,6 +21,7 @@ import numpy as np
 N_RESAMPLES = 3000
 SEED = 1337
 CONFIDENCE = 0.95
+MIN_GROUP = 2  # two-group bootstraps need at least this many observations per group
 _BLOCK_ELEMS = 4_000_000  # indices drawn per block: bounds memory for 100k queries × 3,000
 
 
@@ -113,11 +114,12 @@ def two_group_bootstrap(x: Sequence[float] | np.ndarray, y: Sequence[float] | np
     """mean(x) - mean(y) for two independent groups; each group is resampled on its own.
 
     Used for the coverage gap (queries with a Canonical target against queries without).
-    `n` of the result is len(x) + len(y).
+    `n` of the result is len(x) + len(y); NaN when a group has fewer than MIN_GROUP values.
     """
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    if x.size == 0 or y.size == 0:
+    if x.size < MIN_GROUP or y.size < MIN_GROUP:
+        # a group of one resamples to itself: its interval would claim certainty it lacks
         return _nan_interval(int(x.size + y.size))
     dx = bootstrap_mean_matrix(x, n_resamples, seed)[:, 0]
     dy = bootstrap_mean_matrix(y, n_resamples, seed + 1)[:, 0]
@@ -130,10 +132,11 @@ def mean_gap_bootstrap(groups: Sequence[tuple[np.ndarray, np.ndarray]],
                        confidence: float = CONFIDENCE) -> Interval:
     """Mean over runs of (mean(x_r) - mean(y_r)); each run's groups resampled independently.
 
-    The run-level coverage gap of TIAP §5 ("mean run-level gap with bootstrap 95% CI").
+    The run-level coverage gap of TIAP §5 ("mean run-level gap with bootstrap 95% CI"). Runs
+    with a group smaller than MIN_GROUP are left out; `n` is the number of runs used.
     """
     usable = [(np.asarray(x, float), np.asarray(y, float)) for x, y in groups
-              if len(x) and len(y)]
+              if len(x) >= MIN_GROUP and len(y) >= MIN_GROUP]
     if not usable:
         return _nan_interval(0)
     total = np.zeros(n_resamples)

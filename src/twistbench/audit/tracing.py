@@ -35,6 +35,9 @@ from twistbench.errors import InputError
 from twistbench.model import Conversation, Dataset
 
 DEFAULT_K = 60
+# LoCoMo QA categories (model.QAItem): written by name so reports read without a legend.
+QA_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
+                 5: "adversarial"}
 
 
 @dataclass
@@ -69,7 +72,8 @@ def corpus_from_dataset(dataset: Dataset) -> AuditCorpus:
             conv_texts = texts.get(qa.conversation, {})
             queries.append(GoldQuery(
                 query_id=qa.id, conversation=qa.conversation, anchors=list(qa.evidence),
-                category=str(qa.category), question=qa.question, answer=qa.answer or "",
+                category=QA_CATEGORIES.get(qa.category, str(qa.category)),
+                question=qa.question, answer=qa.answer or "",
                 anchor_texts={a: conv_texts[a] for a in qa.evidence if a in conv_texts}))
     return AuditCorpus(dataset.name, dataset.version, list(dataset.conversations), queries,
                        skipped, {"key_sha256": dataset.key_sha256})
