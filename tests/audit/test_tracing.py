@@ -136,3 +136,17 @@ def test_declining_system_is_na(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="unknown conversation"):
         write_traces(NativeStore("lexical", 1), _dataset(), tmp_path / "n",
                      conversations=["conv-zz"])
+
+
+def test_load_audit_corpus_locomo(locomo_path: Path, tmp_path: Path) -> None:
+    from twistbench.audit.tracing import export_corpus, load_audit_corpus
+
+    c = load_audit_corpus("locomo", locomo_path)
+    # 1,986 QA: 446 adversarial and 4 without evidence are skipped and reported
+    assert len(c.queries) == 1536 and len(c.skipped) == 450
+    assert sum(1 for s in c.skipped if s["reason"] == "no evidence turns") == 4
+    files = export_corpus(c, tmp_path)
+    assert len(read_lineage(files["lineage"]).rows) == 5882
+    assert len(read_gold(files["gold"]).queries) == 1536
+    with pytest.raises(InputError, match="unknown audit corpus"):
+        load_audit_corpus("msmarco", locomo_path)

@@ -216,3 +216,40 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     (out / "trace_manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True,
                                                         default=str) + "\n", encoding="utf-8")
     return report
+
+
+CORPORA = ("locomo", "longmemeval", "beam")
+
+
+def load_audit_corpus(name: str, path: str | Path, *, granularity: str = "turn",
+                      tier: str | None = None, errata: str | None = None) -> AuditCorpus:
+    """The queries to trace for a benchmark read from the user's file or folder.
+
+    name: "locomo" (path = locomo10.json; `errata` as corpus.locomo.locomo_dataset takes it),
+    "longmemeval" (path = longmemeval_s.json; `granularity` "turn" or "session") or "beam"
+    (path = a BEAM folder; `tier`, e.g. "1M"). Raises InputError for an unknown name.
+    """
+    if name == "locomo":
+        from twistbench.corpus.locomo import locomo_dataset
+
+        return corpus_from_dataset(locomo_dataset(path, errata=errata))
+    if name == "longmemeval":
+        from twistbench.corpus.longmemeval import load_longmemeval
+
+        return load_longmemeval(path, granularity=granularity)
+    if name == "beam":
+        from twistbench.corpus.beam import load_beam
+
+        return load_beam(path, tier=tier)
+    raise InputError("--dataset", f"unknown audit corpus {name!r}", field="dataset",
+                     expected=" | ".join(CORPORA))
+
+
+def export_corpus(corpus: AuditCorpus, out_dir: str | Path) -> dict[str, str]:
+    """Write gold.jsonl and the raw-turn lineage (lineage.raw.jsonl) of a corpus, so traces
+    produced elsewhere over the raw turns (memory id = turn id) can be audited directly."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    write_gold_jsonl(out / "gold.jsonl", corpus.queries)
+    write_lineage_jsonl(out / "lineage.raw.jsonl", raw_lineage(corpus.conversations))
+    return {"gold": str(out / "gold.jsonl"), "lineage": str(out / "lineage.raw.jsonl")}
