@@ -330,6 +330,63 @@ def test_wrong_key_name_and_bad_payload_are_refused(tmp_path):
         cs.load_cs_dataset(p)
 
 
-def test_paraphrase_is_not_built_yet():
-    with pytest.raises(InputError, match="not built yet"):
-        cs.build_cs(paraphrase=cs.ParaphraseConfig(base_url="http://localhost:1", model="m"))
+def _mock_endpoint(rewrite):
+    import httpx
+
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        calls.append(body)
+        text = body["messages"][-1]["content"]
+        return httpx.Response(200, json={"choices": [{"message": {"content": rewrite(text)}}]})
+
+    return httpx.MockTransport(handler), calls
+
+
+def test_paraphrase_rewrites_track_a_turns_through_the_cache(tmp_path, ds):
+    transport, calls = _mock_endpoint(lambda t: "In other words: " + t)
+    cfg = cs.ParaphraseConfig(base_url="http://llm.test/v1", model="m", cache_dir=tmp_path,
+                              transport=transport)
+    para, _ = cs.build_cs(paraphrase=cfg)
+    assert para.version == "twist-cs-1.0+paraphrase"
+    n_turns = sum(1 + len(a.drift) + len(a.reversal) for a in para.reversal_arcs)
+    n_turns += sum(len(a.anchor) + len(a.turns) for a in para.hard_negative_arcs)
+    assert para.meta["paraphrase"] == {"model": "m", "rewritten": n_turns, "kept": 0}
+    # one call per distinct turn text (repeats are answered from the cache)
+    texts = [c["messages"][-1]["content"] for c in calls]
+    assert len(texts) == len(set(texts)) and 0.9 * n_turns <= len(calls) <= n_turns
+    assert calls[0]["model"] == "m" and calls[0]["messages"][0]["role"] == "system"
+    arc = para.reversal_arcs[0]
+    ev = para.conversation(arc.conversation).event_index()[arc.reversal[0]]
+    assert "In other words: " in ev.text
+    # gold and every other track are untouched
+    assert para.drafts == ds.drafts and para.update_chains == ds.update_chains
+    # a rebuild answers from the cache: no calls, identical dataset
+    transport2, calls2 = _mock_endpoint(lambda t: "never used")
+    again, _ = cs.build_cs(paraphrase=cs.ParaphraseConfig(
+        base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport2))
+    assert calls2 == [] and again == para
+
+
+def test_paraphrase_that_loses_a_slot_value_is_refused(tmp_path, ds):
+    import re as _re
+
+    transport, _ = _mock_endpoint(lambda t: _re.sub(r"\$\d+k", "a lot", t))
+    para, _ = cs.build_cs(paraphrase=cs.ParaphraseConfig(
+        base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport))
+    assert para.meta["paraphrase"]["kept"] > 0
+    for a0, a1 in zip(ds.reversal_arcs, para.reversal_arcs):
+        t0 = ds.conversation(a0.conversation).event_index()[a0.reversal[0]].text
+        t1 = para.conversation(a1.conversation).event_index()[a1.reversal[0]].text
+        if _re.search(r"\$\d+k", t0):
+            assert t1 == t0  # the rewrite dropped the price: the template turn is kept
+
+
+def test_paraphrase_endpoint_failure_is_an_input_error(tmp_path):
+    import httpx
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(500, text="boom"))
+    with pytest.raises(InputError, match="endpoint"):
+        cs.build_cs(paraphrase=cs.ParaphraseConfig(
+            base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport))

@@ -108,12 +108,112 @@ def _fmt(template: str, **slots: Any) -> str:
 
 @dataclass(frozen=True)
 class ParaphraseConfig:
-    """An OpenAI-compatible endpoint to rewrite turns through (not built in v1)."""
+    """An OpenAI-compatible endpoint that rewrites Track A turns (opt-in, off by default).
+
+    base_url: e.g. "http://localhost:8000/v1" (POST {base_url}/chat/completions).
+    model: the model name sent in each request.
+    api_key_env: environment variable holding a bearer token (optional for local servers).
+    cache_dir: on-disk cache, one JSON file per request keyed on the sha256 of the full request,
+        so a rebuild with the same seed, endpoint and model is byte-identical and offline.
+    transport: an httpx transport (tests use httpx.MockTransport); not part of the cache key.
+    """
 
     base_url: str
     model: str
     api_key_env: str = "OPENAI_API_KEY"
-    cache_dir: Path | None = None
+    cache_dir: Path = Path(".twistbench-cache/paraphrase")
+    temperature: float = 0.0
+    timeout_s: float = 60.0
+    transport: Any = None
+
+
+PARAPHRASE_SYSTEM = (
+    "You rewrite one workplace message so that it says exactly the same thing in different words. "
+    "Keep the speaker's stance, every fact, every name, number, date and product name exactly as "
+    "written, and keep it about the same length. Reply with the rewritten message only."
+)
+
+
+class Paraphraser:
+    """Rewrites turns through the endpoint, with a request-keyed cache and a safety check:
+    a rewrite that drops a protected string (a slot value the gold relies on), changes length
+    wildly, or is empty is refused and the original turn is kept (counted)."""
+
+    def __init__(self, cfg: ParaphraseConfig):
+        import os
+
+        import httpx
+
+        self.cfg = cfg
+        headers = {}
+        key = os.environ.get(cfg.api_key_env, "")
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.Client(timeout=cfg.timeout_s, headers=headers,
+                                    transport=cfg.transport)
+        self.rewritten = 0
+        self.kept = 0
+        self.calls = 0
+
+    def request(self, text: str) -> dict[str, Any]:
+        return {"url": self.cfg.base_url.rstrip("/") + "/chat/completions",
+                "model": self.cfg.model, "temperature": self.cfg.temperature,
+                "messages": [{"role": "system", "content": PARAPHRASE_SYSTEM},
+                             {"role": "user", "content": text}]}
+
+    def _complete(self, req: dict[str, Any]) -> str:
+        import json
+
+        import httpx
+
+        digest = hashlib.sha256(json.dumps(req, sort_keys=True).encode()).hexdigest()
+        path = Path(self.cfg.cache_dir) / f"{digest}.json"
+        if path.exists():
+            return json.loads(path.read_text(encoding="utf-8"))["content"]
+        body = {k: v for k, v in req.items() if k != "url"}
+        try:
+            resp = self._client.post(req["url"], json=body)
+            resp.raise_for_status()
+            content = resp.json()["choices"][0]["message"]["content"]
+        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
+            raise InputError("--paraphrase", f"endpoint {req['url']} failed: {exc}",
+                             expected="an OpenAI-compatible /chat/completions endpoint") from exc
+        self.calls += 1
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"request": req, "content": content}, sort_keys=True),
+                        encoding="utf-8")
+        return content
+
+    def rewrite(self, text: str, protected: Sequence[str]) -> str:
+        out = (self._complete(self.request(text)) or "").strip()
+        ok = (out and "\n" not in out and 0.5 <= len(out) / max(len(text), 1) <= 2.0
+              and all(p in out for p in protected if p in text))
+        if ok:
+            self.rewritten += 1
+            return out
+        self.kept += 1
+        return text
+
+
+def _paraphrase_track_a(paraphraser: Paraphraser, out: dict[str, list[Any]]) -> None:
+    """Rewrite every Track A turn (anchor, drift, reversal, look-alike); e-mail bodies only."""
+    done: set[int] = set()
+    for key in ("rev", "hn"):
+        for pair, d in out[key]:
+            slots = d["meta"]["slots"]
+            protected = [str(v) for v in slots.values()] + [P.PRODUCT, P.VENDOR]
+            evs = [*d["anchor"], *d.get("drift", []), *d.get("reversal", []), *d.get("turns", [])]
+            for ev in evs:
+                if id(ev) in done:
+                    continue
+                done.add(id(ev))
+                if ev.channel == "email":
+                    parts = ev.text.split("\n\n")
+                    body = "\n\n".join(parts[1:-1])
+                    new = paraphraser.rewrite(body, protected)
+                    ev.text = "\n\n".join([parts[0], new, parts[-1]])
+                else:
+                    ev.text = paraphraser.rewrite(ev.text, protected)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -949,11 +1049,10 @@ def build_cs(
     seed: every random choice derives from it; the same seed gives byte-identical keys.
     include_crisis: add the opt-in crisis plants (Track D) from templates/cs_crisis_optin.py;
         everything else is identical to the build without them.
-    paraphrase: rewrite turns through an LLM endpoint. Not built in v1: raises InputError.
+    paraphrase: rewrite every Track A turn through an OpenAI-compatible endpoint (cached; a
+        rewrite that loses a slot value is refused and the template turn kept). The result is
+        versioned "<version>+paraphrase" and is not the committed key.
     """
-    if paraphrase is not None:
-        raise InputError("--paraphrase", "--paraphrase needs an LLM endpoint: not built yet",
-                         expected="no --paraphrase option in this version")
     plan = _plan(seed)
     teams = _make_people(seed)
     customers = _rng(seed, "customers").sample(P.CUSTOMERS, N_WORKSPACES)
@@ -977,6 +1076,9 @@ def build_cs(
     for w, ws in enumerate(workspaces):
         out["hn_pending"] = [x for x in pending if x[0]["hn_ws"] == w]
         _finish_hard_negatives(ws, out, variety_rows)
+    paraphraser = Paraphraser(paraphrase) if paraphrase is not None else None
+    if paraphraser is not None:
+        _paraphrase_track_a(paraphraser, out)
     for w, ws in enumerate(workspaces):
         _track_b(ws, w, plan, seed, out)
         _track_c(ws, w, plan, seed, out)
@@ -1037,13 +1139,19 @@ def build_cs(
     emo = [EmotionalHardNegative(**{**d, "turn": d["turn"].id}) for d in out["emo"]]
     crisis = ([CrisisPlant(**{**d, "turn": d["turn"].id}) for d in out["crisis"]]
               if include_crisis else [])
+    version = VERSION_CRISIS if include_crisis else VERSION
+    meta: dict[str, Any] = {"generator": "twistbench.build.cs_workspace", "seed": seed,
+                            "include_crisis": include_crisis}
+    if paraphraser is not None:
+        version += "+paraphrase"
+        meta["paraphrase"] = {"model": paraphrase.model, "rewritten": paraphraser.rewritten,
+                              "kept": paraphraser.kept}
     dataset = Dataset(
-        name=NAME, version=VERSION_CRISIS if include_crisis else VERSION, key_sha256="",
+        name=NAME, version=version, key_sha256="",
         conversations=conversations, reversal_arcs=rev_arcs, hard_negative_arcs=hn_arcs,
         drafts=drafts, update_chains=chains, pii_plants=pii, crisis_plants=crisis,
         emotional_negatives=emo,
-        meta={"generator": "twistbench.build.cs_workspace", "seed": seed,
-              "include_crisis": include_crisis},
+        meta=meta,
     )
     _check_unique_texts(dataset)
     report = cs_variety_report(dataset, seed=seed)
