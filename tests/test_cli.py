@@ -1,0 +1,164 @@
+"""The `twist` command as a user runs it: subprocesses, exit codes, kill -9 and resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from twistbench.builtin import demo_dataset
+
+TESTS = Path(__file__).resolve().parent
+
+
+def twist(*args: str, env: dict | None = None, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "twistbench.cli", *args], capture_output=True,
+                          text=True, env=_env(env), timeout=300, **kw)
+
+
+def _env(extra: dict | None) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
+    env.pop("TOY_LOG", None)
+    env.update(extra or {})
+    return env
+
+
+def items(folder: Path) -> list[dict]:
+    return [json.loads(x) for x in (folder / "items.jsonl").read_text().splitlines() if x.strip()]
+
+
+def without_timing(recs: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != "latency_s"} for r in recs]
+
+
+TOY = ["-d", "demo", "-s", "toy_systems:KeywordToy", "--no-progress"]
+
+
+def test_run_report_and_rescore_identically(tmp_path):
+    out = tmp_path / "runs"
+    r = twist("run", *TOY, "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    saved = json.loads((out / "report.json").read_text())
+    again = twist("report", str(out), "--format", "json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout) == saved
+
+
+def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(tmp_path):
+    ref = tmp_path / "ref"
+    r = twist("run", *TOY, "-S", "delay=0.15", "-o", str(ref))
+    assert r.returncode == 0, r.stderr
+    reference = items(ref / "toy_systems_KeywordToy")
+
+    out = tmp_path / "killed"
+    folder = out / "toy_systems_KeywordToy"
+    proc = subprocess.Popen([sys.executable, "-m", "twistbench.cli", "run", *TOY, "-S", "delay=0.15",
+                             "-o", str(out)], env=_env(None), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    n_ingest = sum(len(c.sessions()) for c in demo_dataset().conversations)
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if (folder / "items.jsonl").exists() and len(items(folder)) >= n_ingest + 3:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = items(folder)
+    assert n_ingest + 3 <= len(partial) < len(reference), "the kill did not land midway"
+    finished = {r["item_id"] for r in partial}
+
+    log = tmp_path / "calls.jsonl"
+    r = twist("run", *TOY, "-S", "delay=0.15", "-o", str(out), env={"TOY_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    assert without_timing(items(folder)) == without_timing(reference)
+
+    # No finished item was sent to the system again (ingest replays state; it is not an item).
+    from twistbench.tracks import TRACKS
+    from toy_systems import KeywordToy
+
+    ds = demo_dataset()
+    requests = {t.item_id: json.dumps(t.request) for tr in TRACKS.values()
+                if tr.not_applicable(KeywordToy.capabilities, ds) is None
+                for c in ds.conversations for t in tr.tasks(ds, c.id, KeywordToy.capabilities)}
+    asked = [json.loads(x)["arg"] for x in log.read_text().splitlines()]
+    asked = [a for a in asked if a and not a.startswith("demo-")]  # queries and drafts only
+    for item_id in finished & set(requests):
+        for a in asked:
+            assert json.dumps(a)[1:-1] not in requests[item_id], f"{item_id} was asked again"
+
+
+def test_faults_are_counted_and_fail_the_run(tmp_path):
+    out = tmp_path / "runs"
+    r = twist("run", "-d", "demo", "-s", "toy_systems:FaultyToy", "-S", "hang_s=2", "--timeout",
+              "0.3", "--no-progress", "-o", str(out))
+    assert r.returncode == 1
+    assert "error rate" in r.stderr
+    recs = items(out / "toy_systems_FaultyToy")
+    errs = [x for x in recs if x["error"]]
+    assert errs and all(x["output"] is None for x in errs)
+    ok = twist("run", "-d", "demo", "-s", "toy_systems:FaultyToy", "-S", "hang_s=2", "--timeout",
+               "0.3", "--no-progress", "-o", str(out), "--max-error-rate", "1")
+    assert ok.returncode == 0, ok.stderr
+
+
+def test_secrets_in_options_and_environment_never_reach_the_run_folder(tmp_path):
+    out = tmp_path / "runs"
+    r = twist("run", *TOY, "-S", "api_key=sk-test-SECRET-123", "-o", str(out),
+              env={"OPENAI_API_KEY": "sk-env-SECRET-456"})
+    assert r.returncode == 0, r.stderr
+    for f in out.rglob("*"):
+        if f.is_file():
+            text = f.read_text()
+            assert "SECRET-123" not in text and "SECRET-456" not in text, f
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "-d", "no-such-dataset"], "unknown dataset"),
+    (["run", "-d", "demo", "-s", "no_such_module:X"], "no_such_module"),
+    (["run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-S", "colour=blue"], "colour"),
+    (["run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-t", "Z"], "unknown track"),
+])
+def test_bad_input_exits_2_with_a_clear_message_and_writes_nothing(tmp_path, args, needle):
+    out = tmp_path / "runs"
+    r = twist(*args, "-o", str(out))
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert needle in r.stderr
+    assert not any(p.is_file() for p in out.rglob("*")) if out.exists() else True
+
+
+def test_malformed_key_file_names_record_and_field(tmp_path):
+    from twistbench.build.key import write_key
+
+    doc = json.loads(demo_dataset().model_dump_json())
+    doc["drafts"][1]["label"] = "maybe"
+    key = tmp_path / "bad.json"
+    write_key(key, "bad", "bad-1", doc)
+    r = twist("run", "-d", str(key), "-s", "toy_systems:KeywordToy", "-o", str(tmp_path / "o"))
+    assert r.returncode == 2
+    assert "bad.json" in r.stderr and "drafts.1.label" in r.stderr
+
+
+def test_corrupt_run_file_is_a_clear_error(tmp_path):
+    out = tmp_path / "runs"
+    assert twist("run", *TOY, "-o", str(out)).returncode == 0
+    f = out / "toy_systems_KeywordToy" / "items.jsonl"
+    lines = f.read_text().splitlines()
+    lines[2] = "{broken"
+    f.write_text("\n".join(lines) + "\n")
+    r = twist("report", str(out))
+    assert r.returncode == 2 and "line 3" in r.stderr and "items.jsonl" in r.stderr
+
+
+def test_conform_passes_a_good_system_and_fails_a_broken_one():
+    r = twist("conform", "toy_systems:KeywordToy")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 failed" in r.stdout
+    r = twist("conform", "toy_systems:FaultyToy", "-S", "hang_s=1", "--timeout", "0.3")
+    assert r.returncode == 1 and "fail" in r.stdout
