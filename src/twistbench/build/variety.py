@@ -134,9 +134,18 @@ class VarietyReport:
             f"({self.n_arcs.get('reversal', 0)} arcs), {self.n_turns.get('hard_negative', 0)} "
             f"hard-negative ({self.n_arcs.get('hard_negative', 0)} arcs)."
         )
-        lines += ["", "| family | label | distinct templates |", "|---|---|---|"]
-        for fam, n in self.templates_per_family.items():
-            lines.append(f"| {fam} | {self.family_label.get(fam, '')} | {n} |")
+        frames = self.extra.get("frames", {})
+        pool = self.extra.get("template_pool", {})
+        if frames or pool:
+            lines += ["", "| family | label | distinct templates | frames | template pool |",
+                      "|---|---|---|---|---|"]
+            for fam, n in self.templates_per_family.items():
+                lines.append(f"| {fam} | {self.family_label.get(fam, '')} | {n} | "
+                             f"{frames.get(fam, '')} | {pool.get(fam, '')} |")
+        else:
+            lines += ["", "| family | label | distinct templates |", "|---|---|---|"]
+            for fam, n in self.templates_per_family.items():
+                lines.append(f"| {fam} | {self.family_label.get(fam, '')} | {n} |")
         lines += [
             "",
             f"Largest share of reversal turns containing one cue: {self.max_cue_share:.1%} "
@@ -156,12 +165,20 @@ class VarietyReport:
         from rich.table import Table
         from rich.text import Text
 
+        frames = self.extra.get("frames", {})
+        pool = self.extra.get("template_pool", {})
         table = Table(title="Variety report: templates per family")
         table.add_column("family")
         table.add_column("label")
         table.add_column("distinct templates", justify="right")
+        if frames or pool:
+            table.add_column("frames", justify="right")
+            table.add_column("template pool", justify="right")
         for fam, n in self.templates_per_family.items():
-            table.add_row(fam, self.family_label.get(fam, ""), str(n))
+            row = [fam, self.family_label.get(fam, ""), str(n)]
+            if frames or pool:
+                row += [str(frames.get(fam, "")), str(pool.get(fam, ""))]
+            table.add_row(*row)
         verdict = "PASS" if self.passes else "FAIL"
         summary = Text(
             f"max cue share {self.max_cue_share:.1%} (\"{self.max_cue}\", "
