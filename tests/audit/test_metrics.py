@@ -160,3 +160,46 @@ def test_scoping_by_conversation_and_multi_anchor() -> None:
     assert rs.first_hit["can"].tolist() == [2, 0]
     assert rs.unknown_ids == 1
     assert math.isnan(rs.scores["can"]["mrr"][1])
+
+
+def test_dense_table_and_sorted_paths_agree() -> None:
+    from twistbench.audit.targets import (
+        build_targets,
+        code_lineage,
+        code_queries,
+        hit_matrices,
+    )
+
+    run, lin, gold = make_inputs(seed=9, k=K)
+    cl = code_lineage(lin)
+    cq = code_queries(run, gold, cl, list(run.traces), K)
+    ts = build_targets(cq, cl)
+    dense = hit_matrices(cq, ts, cl)
+    sparse = hit_matrices(cq, ts, cl, dense_max_cells=0)
+    for t in ("raw", "src", "can"):
+        assert np.array_equal(dense[t], sparse[t])
+        assert dense[t].any()
+
+
+def test_scattered_lineage_rows_and_repeated_sources() -> None:
+    # rows of one conversation interleaved with another's, and a source listed twice
+    run, lin, gold = make_inputs(seed=4, k=K, n_conv=2)
+    tg = python_targets(lin, gold)
+    rows = list(lin.rows)
+    shuffled = rows[::2] + rows[1::2]
+    shuffled[0] = shuffled[0].model_copy(update={"sources": shuffled[0].sources * 2})
+    rs = rescore(run, Lineage("l", shuffled), gold, k=K)
+    base = rescore(run, lin, gold, k=K)
+    for t in ("raw", "src", "can"):
+        assert [rs.n_rel[t][i] for i in range(len(rs.qids))] == \
+            [len(tg[t][q]) for q in rs.qids]
+        assert np.allclose(np.nan_to_num(rs.scores[t]["ndcg"], nan=-1),
+                           np.nan_to_num(base.scores[t]["ndcg"], nan=-1))
+
+
+def test_repeated_memory_in_memory_lineage_is_refused() -> None:
+    from twistbench.audit.targets import code_lineage
+
+    row = LineageRow(conversation="c", memory_id="m", sources=["D1"], raw=True, canonical=False)
+    with pytest.raises(ValueError, match="repeated"):
+        code_lineage(Lineage("l", [row, row]))
