@@ -200,3 +200,27 @@ def _leaves(obj):  # noqa: ANN001, ANN202
             yield from _leaves(v)
     else:
         yield obj
+
+
+def test_audit_run_folders(tmp_path: Path) -> None:
+    run, lin, gold = make_inputs(seed=2, k=10)
+    for name in ("a", "b"):
+        d = tmp_path / name
+        d.mkdir()
+        write_traces_jsonl(d / "traces.jsonl", run)
+        write_lineage_jsonl(d / "lineage.jsonl", lin.rows)
+        write_gold_jsonl(d / "gold.jsonl", gold.queries.values())
+    res = audit([tmp_path / "a", tmp_path / "b"], out_dir=None, n_resamples=50)
+    assert [r["name"] for r in res.runs] == ["a", "b"]
+    # identical traces: Δ is exactly 0 everywhere and nothing flips
+    assert res.comparisons[0]["delta"]["src"]["ndcg"]["estimate"] == 0.0
+    assert not any(res.comparisons[0]["flips"][m]["flip"] for m in ("recall", "mrr", "ndcg"))
+    (tmp_path / "b" / "gold.jsonl").write_text(
+        json.dumps({"query_id": "q0", "anchors": ["D0"]}) + "\n")
+    with pytest.raises(InputError, match="gold differs"):
+        audit([tmp_path / "a", tmp_path / "b"])
+    (tmp_path / "c").mkdir()
+    with pytest.raises(InputError, match="no traces.jsonl"):
+        audit([tmp_path / "c"])
+    with pytest.raises(InputError, match="no lineage"):
+        audit([tmp_path / "a" / "traces.jsonl"])

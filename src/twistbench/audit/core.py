@@ -291,8 +291,8 @@ def _recommend(group: str, members: Sequence[RunScores]) -> dict[str, Any]:
 # Entry points
 
 
-def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Path],
-          gold: str | Path, out_dir: str | Path | None = None, *,
+def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Path] | None = None,
+          gold: str | Path | None = None, out_dir: str | Path | None = None, *,
           metric_variant: str = "standard", n_resamples: int = N_RESAMPLES, seed: int = SEED,
           k: int | None = None, confidence: float = CONFIDENCE, min_change: float = MIN_CHANGE,
           names: Sequence[str] | None = None,
@@ -301,10 +301,13 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
           labels: Sequence[str | Path] = (), export_trec: bool = True) -> AuditResult:
     """Audit saved traces from files (the function behind `twist audit`).
 
-    traces: one file per run (JSONL or TREC run format); run names default to the file stem
-        (or the folder name for a `traces.jsonl` written by `twist trace`), or `names`.
-    lineage: one lineage JSONL shared by every run, or one per trace file (same order).
-    gold: gold JSONL (query id -> anchors, category, question, answer).
+    traces: one entry per run: a trace file (JSONL or TREC run format) or a folder written by
+        `twist trace` (traces.jsonl, lineage.jsonl, gold.jsonl). Run names default to the file
+        stem (the folder name for traces.jsonl), or `names`.
+    lineage: one lineage JSONL shared by every run, or one per run (same order); None = each
+        run folder's lineage.jsonl.
+    gold: gold JSONL (query id -> anchors, category, question, answer); None = the first run
+        folder's gold.jsonl (every run folder's gold must then name the same queries/anchors).
     out_dir: where audit.json, audit.md, per_query.jsonl, the contested-credit files and the
         TREC exports go (None: compute only).
     metric_variant: "standard" or "longmemeval" (the nDCG discount; written into the output).
@@ -314,24 +317,58 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
     groups: name -> run names, the configuration sets for design recommendations
         (default: one group "all" of every run).
     labels: CSV files of contested-credit labels (case_id, rater, label) to summarise.
-    Raises InputError on any malformed input file.
+    Raises InputError on any malformed or inconsistent input.
     """
     if not traces:
         raise InputError("<traces>", "no trace files given", expected="at least one trace file")
-    lin_paths = [lineage] if isinstance(lineage, (str, Path)) else list(lineage)
-    if len(lin_paths) not in (1, len(traces)):
+    trace_files: list[Path] = []
+    folder_lineages: list[Path] = []
+    folder_golds: list[Path] = []
+    for t in traces:
+        p = Path(t)
+        if p.is_dir():
+            for fname in ("traces.jsonl", "lineage.jsonl", "gold.jsonl"):
+                if not (p / fname).is_file():
+                    raise InputError(str(p), f"no {fname} in this folder",
+                                     expected="a folder written by `twist trace`")
+            trace_files.append(p / "traces.jsonl")
+            folder_lineages.append(p / "lineage.jsonl")
+            folder_golds.append(p / "gold.jsonl")
+        else:
+            trace_files.append(p)
+    if lineage is None:
+        if len(folder_lineages) != len(trace_files):
+            raise InputError(str(trace_files[0]), "no lineage given for a trace file",
+                             field="lineage", expected="--lineage, or run folders")
+        lin_paths: list[str | Path] = list(folder_lineages)
+    else:
+        lin_paths = [lineage] if isinstance(lineage, (str, Path)) else list(lineage)
+    if len(lin_paths) not in (1, len(trace_files)):
         raise InputError(str(lin_paths[0]), f"{len(lin_paths)} lineage files for "
-                         f"{len(traces)} trace files", field="lineage",
+                         f"{len(trace_files)} trace files", field="lineage",
                          expected="one lineage file, or one per trace file")
-    if names is not None and len(names) != len(traces):
-        raise InputError("<names>", f"{len(names)} names for {len(traces)} trace files",
+    if names is not None and len(names) != len(trace_files):
+        raise InputError("<names>", f"{len(names)} names for {len(trace_files)} trace files",
                          expected="one name per trace file")
+    if gold is None:
+        if not folder_golds:
+            raise InputError(str(trace_files[0]), "no gold file given", field="gold",
+                             expected="--gold, or run folders")
+        gold = folder_golds[0]
+        g = read_gold(gold)
+        for other in folder_golds[1:]:
+            og = read_gold(other)
+            if {q: v.anchors for q, v in og.queries.items()} != \
+                    {q: v.anchors for q, v in g.queries.items()}:
+                raise InputError(str(other), f"gold differs from {gold}", field="gold",
+                                 expected="run folders traced on the same queries")
+    else:
+        g = read_gold(gold)
     lineages = [read_lineage(p) for p in lin_paths]
     runs: list[tuple[TraceRun, Lineage]] = []
-    for i, p in enumerate(traces):
+    for i, p in enumerate(trace_files):
         run = read_traces(p, name=names[i] if names else None)
         runs.append((run, lineages[0] if len(lineages) == 1 else lineages[i]))
-    g = read_gold(gold)
     return audit_runs(runs, g, out_dir, metric_variant=metric_variant, n_resamples=n_resamples,
                       seed=seed, k=k, confidence=confidence, min_change=min_change,
                       pairs=pairs, groups=groups, labels=labels, export_trec=export_trec)
