@@ -224,3 +224,19 @@ def test_audit_run_folders(tmp_path: Path) -> None:
         audit([tmp_path / "c"])
     with pytest.raises(InputError, match="no lineage"):
         audit([tmp_path / "a" / "traces.jsonl"])
+
+
+def test_markdown_has_the_paper_tables() -> None:
+    from twistbench.audit.report import render_markdown
+
+    lin = _store()
+    res = audit_runs([(TURNS, lin), (FACTS, lin)], _gold(), None, n_resamples=100)
+    md = render_markdown(res)
+    for heading in ("## Runs and target coverage", "## Score shifts", "## Coverage gap",
+                    "## Query-level instability", "## Run comparisons and winner flips",
+                    "## Design recommendations", "## Contested credits"):
+        assert heading in md
+    assert "Winner flips: " in md and "| **yes** |" in md
+    assert "| turns vs facts | MRR | 3 |" in md
+    # the JSON form is plain data (no NaN, no numpy types)
+    json.dumps(res.as_dict(), allow_nan=False)

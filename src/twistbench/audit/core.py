@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -99,7 +99,9 @@ class AuditResult:
     scores: dict[str, RunScores] = field(default_factory=dict, repr=False)
 
     def as_dict(self) -> dict[str, Any]:
-        d = {k: v for k, v in asdict(self).items() if k != "scores"}
+        # not asdict(self): it would deep-copy every per-query array of `scores` first
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "scores"}
+        d["config"] = asdict(self.config)
         return _clean(d)
 
 
