@@ -89,14 +89,19 @@ NEW_CUES: tuple[str, ...] = (
     "moved to", "updated to", "update to", "instead", "latest", "most recently", "these days",
     "at present", "at the moment", "going forward", "has become", "became", "nowadays",
     "today", "replaced by", "replaced with", "then", "later", "but now", "and now", "new",
-    "newer", "revised", "revised to", "ended up", "settled on", "decided on",
+    "newer", "revised", "revised to", "ended up", "settled on", "decided on", "decided",
+    "going with", "go with", "switching to", "moving to", "updated", "takes over",
+    "took over", "replacement", "instead it is", "switch", "reissued", "reissued as",
 )
 OLD_CUES: tuple[str, ...] = (
     "used to", "previously", "formerly", "originally", "no longer", "not anymore", "initially",
     "at first", "earlier", "before", "instead of", "rather than", "from", "was", "were", "had",
     "old", "older", "prior", "past", "once", "first", "replaced", "not", "isnt", "arent",
     "wasnt", "dropped", "abandoned", "gave up", "gave up on", "stopped", "changed from",
-    "switched from", "moved from", "moved away from", "away from",
+    "switched from", "moved from", "moved away from", "away from", "drop", "drop the",
+    "dropped the", "scrap", "scrapped", "cancel", "cancelled", "canceled", "forget",
+    "forget about", "ignore", "ignore the", "replacing", "superseded", "outdated", "stop",
+    "stop sending", "stop using",
 )
 # Short, common words mark only the value right after them (at most one token between):
 # "not sure whether Stockholm" must not mark Stockholm as past.
@@ -107,12 +112,17 @@ TIGHT_CUES: frozenset[str] = frozenset({
 # Cues right after a value ("Europe, no longer"; "Stockholm now").
 OLD_POST_CUES: tuple[str, ...] = (
     "no longer", "not anymore", "anymore", "before", "previously", "earlier", "at first",
-    "originally", "in the past", "was replaced", "is out", "is off",
+    "originally", "in the past", "was replaced", "is out", "is off", "is overkill", "is too",
+    "doesnt work", "does not work", "wont work", "will not work", "is off the table",
+    "is cancelled", "is canceled", "was cancelled", "was canceled", "is dropped",
+    "was dropped", "is gone", "is outdated", "is out of date", "is obsolete", "is no longer",
+    "was the old", "is the old", "figure is out", "has been replaced", "got replaced",
+    "is void", "is invalid", "confuses people",
 )
 NEW_POST_CUES: tuple[str, ...] = ("now", "currently", "these days", "nowadays", "instead")
-_CUE_WINDOW = 4  # tokens allowed between a (non-tight) cue and the value it marks
+_CUE_WINDOW = 6  # tokens allowed between a (non-tight) cue and the value it marks
 _TIGHT_WINDOW = 1
-_POST_WINDOW = 1
+_POST_WINDOW = 3  # tokens between a value and a cue after it ("Leila handles them now")
 
 
 def _cue_spans(text_tokens: Sequence[str], cues: Iterable[str]) -> list[tuple[int, int, str]]:
