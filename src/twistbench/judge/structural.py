@@ -117,7 +117,7 @@ OLD_POST_CUES: tuple[str, ...] = (
     "is cancelled", "is canceled", "was cancelled", "was canceled", "is dropped",
     "was dropped", "is gone", "is outdated", "is out of date", "is obsolete", "is no longer",
     "was the old", "is the old", "figure is out", "has been replaced", "got replaced",
-    "is void", "is invalid", "confuses people",
+    "is void", "is invalid",
 )
 NEW_POST_CUES: tuple[str, ...] = ("now", "currently", "these days", "nowadays", "instead")
 _CUE_WINDOW = 6  # tokens allowed between a (non-tight) cue and the value it marks
