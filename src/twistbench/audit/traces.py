@@ -309,7 +309,8 @@ def read_gold(path: str | Path) -> Gold:
             raise pydantic_to_input_error(str(path), f"line {lineno}", exc) from exc
         if g.query_id in out:
             raise InputError(str(path), f"query {g.query_id!r} appears twice",
-                             where=f"line {lineno}", field="query_id", expected="one line per query")
+                             where=f"line {lineno}", field="query_id",
+                             expected="one line per query")
         out[g.query_id] = g
     return Gold(str(path), out)
 
