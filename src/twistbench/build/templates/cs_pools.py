@@ -56,9 +56,10 @@ FEATURES = [
     "bulk user import", "the white-label portal", "drill-down reports", "Slack alerts",
 ]
 
+# Singular on purpose: templates say "{legacy} is staying".
 LEGACY_TOOLS = [
-    "our old Tableau setup", "the Excel workbooks", "our in-house reporting tool", "Looker",
-    "the Qlik dashboards", "the homegrown SQL reports", "Power BI", "the legacy Cognos reports",
+    "our old Tableau setup", "the Excel workbook system", "our in-house reporting tool", "Looker",
+    "our Qlik setup", "the homegrown SQL reporting stack", "Power BI", "the legacy Cognos portal",
 ]
 
 TEAMS = [

@@ -271,46 +271,43 @@ TOPICS: list[dict] = [
 # Cores: what makes a turn a reversal or a hard negative (clauses, lower-case start).
 REVERSAL_CORES = {
     "c1": "{neg}",
-    # the same pressure / nostalgia / knowing words the hard negatives use, but here the turn
-    # does reverse the anchor
+    # Glue phrases below appear in hard-negative cores too, at similar rates: only the clause
+    # kinds (neg vs pos / would / nostalgia / pressure) carry the label.
     "c2": "{pressure}, and now {neg}",
     "c3": "{nostalgia}, so {neg}",
     "c4": "I know what you're thinking, but {neg}",
-    "c5": "{neg}, it's a whole thing now",
-    "c6": "if you can believe it, {neg}",
-    "c7": "I'd been on the fence for ages, but {neg}",
-    "c8": "{neg}, not even joking",
-    "c9": "I'd say it's official: {neg}",
+    "c5": "if you can believe it, {neg}",
+    "c6": "I'd say it's official: {neg}",
+    "c7": "{neg}, not even joking",
 }
 HN_CORES = {
     # acknowledged change: the speaker names the change of mind themselves
     "acknowledged_change": ("neg", {
-        "k1": "I know I said the opposite before, but I changed my mind: {neg}",
+        "k1": "I know I said the opposite before, but I've had a change of heart: {neg}",
         "k2": "remember when I swore I never would? I've reconsidered, and {neg}",
         "k3": "I'm aware this contradicts what I told you, but {neg}",
-        "k4": "taking back what I told you a while ago: {neg}",
-        "k5": "I'm eating my words here, but {neg}",
-        "k6": "past me would be shocked, I admit it, but {neg}",
-        "k7": "I went back on my word, on purpose: {neg}",
+        "k4": "taking back my old position on purpose: {neg}",
+        "k5": "I know what you're thinking, and yes, I'm eating my words: {neg}",
+        "k6": "if you can believe it, I went back on my word: {neg}",
+        "k7": "I'd say it's official, I reversed myself: {neg}",
     }),
     "hypothetical": ("would", {
-        "y1": "if {cond}, {would}; that's not happening, {pos}",
-        "y2": "half joking, if {cond}, {would}. Seriously, {pos}",
+        "y1": "if {cond}, {would}; {pos}",
+        "y2": "half joking, if {cond}, {would}, not even joking, but {pos}",
         "y3": "{would} if {cond}, ha. For now {pos}",
         "y4": "if you can believe it, {would} if {cond}, but {pos}",
-        "y5": "in another life, if {cond}, {would}; in this one {pos}",
-        "y6": "my sister asked what I'd do if {cond}, and I said {would}, but it's a what-if, {pos}",
+        "y5": "I know what you're thinking, but only if {cond} {would}, so {pos}",
+        "y6": "I'd say it's official: {pos}, unless {cond}, and then {would}",
     }),
     "nostalgia": ("nostalgia", {
-        "n1": "{nostalgia}", "n2": "{nostalgia}; {pos}", "n3": "{nostalgia}, and no regrets",
-        "n4": "{nostalgia}, and I know what you're thinking, but {pos}",
-        "n5": "{nostalgia}, and now I'm back to my busy week",
-        "n6": "I signed up for a memory book class, and {nostalgia}",
+        "n1": "{nostalgia}", "n2": "{nostalgia}; {pos}", "n3": "{nostalgia}, not even joking",
+        "n4": "I know what you're thinking, but {nostalgia}", "n5": "{nostalgia}, and now I'm back to my week",
+        "n6": "if you can believe it, {nostalgia}", "n7": "I'd say it's official: {nostalgia}",
     }),
     "pressure_signal": ("pressure", {
-        "p1": "{pressure}", "p2": "{pressure}. Anyway, {pos}", "p3": "{pressure}, and now {pos}",
-        "p4": "{pressure}, it's a whole thing now", "p5": "I know what you're thinking, but {pressure}",
-        "p6": "{pressure}, and now she's signed up herself, every week",
+        "p1": "{pressure}", "p2": "{pressure}, so {pos}", "p3": "{pressure}, and now {pos}",
+        "p4": "I know what you're thinking, but {pressure}", "p5": "if you can believe it, {pressure}",
+        "p6": "{pressure}, not even joking", "p7": "I'd say it's official: {pressure}",
     }),
 }
 # Frames wrap any core, reversal or hard negative alike, at the same rates: frames and tails
