@@ -158,3 +158,18 @@ def test_audit_with_labels(tmp_path: Path) -> None:
     assert "Semantic audit" in md and "ann, bob" in md
     data = json.loads((tmp_path / "b" / "audit.json").read_text())
     assert data["semantic"]["n_complete"] == 1
+
+
+def test_semantic_audit_files(tmp_path: Path) -> None:
+    from twistbench.audit.contested import semantic_audit_files
+
+    run, lin, gold = _fixture()
+    audit_runs([(run, lin)], gold, tmp_path / "a", n_resamples=20)
+    p1 = _csv(tmp_path / "ann.csv", [["r|q1", "ann", "supports"]])
+    p2 = _csv(tmp_path / "bob.csv", [["r|q1", "bob", "does_not_support"]])
+    res = semantic_audit_files(tmp_path / "a" / "contested_cases.jsonl", [p1, p2],
+                               tmp_path / "sem.json")
+    assert res.majority_counts["no_majority"] == 1 and res.pairwise_agreement_three == 0.0
+    data = json.loads((tmp_path / "sem.json").read_text())
+    assert data["raters"] == ["ann", "bob"]
+    assert data["fleiss_kappa_three"] is not None or data["n_complete"] == 1

@@ -278,3 +278,20 @@ def semantic_audit(cases: Sequence[ContestedCase], labels: Sequence[Label]) -> S
         res.pairwise_agreement_binary = mean_pairwise_agreement(
             {r: {c: BINARY[x] for c, x in v.items()} for r, v in by_rater.items()})[0]
     return res
+
+
+def semantic_audit_files(cases_path: str | Path, label_paths: Sequence[str | Path],
+                         out_path: str | Path | None = None) -> SemanticAudit:
+    """The semantic audit from a saved contested_cases.jsonl and rater CSVs (for re-running
+    the agreement statistics as labels arrive, without re-auditing the traces). Writes the
+    result as JSON to `out_path` when given."""
+    cases = read_cases(cases_path)
+    known = {c.case_id for c in cases}
+    labels = [lab for p in label_paths for lab in read_labels(p, known)]
+    res = semantic_audit(cases, labels)
+    if out_path is not None:
+        data = {k: (None if isinstance(v, float) and math.isnan(v) else v)
+                for k, v in res.as_dict().items()}  # NaN is not JSON
+        Path(out_path).write_text(json.dumps(data, indent=1, sort_keys=True) + "\n",
+                                  encoding="utf-8")
+    return res
