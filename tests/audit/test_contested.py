@@ -172,4 +172,5 @@ def test_semantic_audit_files(tmp_path: Path) -> None:
     assert res.majority_counts["no_majority"] == 1 and res.pairwise_agreement_three == 0.0
     data = json.loads((tmp_path / "sem.json").read_text())
     assert data["raters"] == ["ann", "bob"]
-    assert data["fleiss_kappa_three"] is not None or data["n_complete"] == 1
+    # one case, two raters who disagree: P_bar = 0, P_e = 0.5, kappa = -1
+    assert data["n_complete"] == 1 and data["fleiss_kappa_three"] == pytest.approx(-1.0)
