@@ -155,18 +155,28 @@ def _print_report(folders: list[Path], out: Path | None, fmt: str = "md",
                   locomo: Path | None = None) -> None:
     from twistbench.report.runs import report_runs
 
-    rep = report_runs(folders, locomo=locomo)
+    _emit_report(report_runs(folders, locomo=locomo), out, fmt)
+
+
+def _emit_report(rep, out: Path | None, fmt: str) -> None:  # noqa: ANN001 - RunsReport
+    """Print the profile; with `out`, also write report.md, report.json and profile plots."""
+    written = []
     if out is not None:
+        from twistbench.report.plots import plot_profile
+
         out.mkdir(parents=True, exist_ok=True)
         (out / "report.md").write_text(rep.markdown, encoding="utf-8")
         (out / "report.json").write_text(json.dumps(rep.data, indent=2, sort_keys=True) + "\n",
                                          encoding="utf-8")
+        written = [out / "report.md", out / "report.json"]
+        for i, profile in enumerate(rep.profiles):
+            written.append(plot_profile(profile, out / f"profile{'' if i == 0 else i + 1}.png"))
     if fmt == "json":
         sys.stdout.write(json.dumps(rep.data, indent=2, sort_keys=True) + "\n")
     else:
         rep.print(console)
-        if out is not None:
-            console.print(f"report: {out / 'report.md'} and {out / 'report.json'}")
+        if written:
+            console.print("report: " + ", ".join(str(w) for w in written), highlight=False)
 
 
 @app.command()
@@ -184,6 +194,59 @@ def report(
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
         _print_report(find_run_folders(runs), out, format, locomo)
+    except InputError as exc:
+        _fail_input(exc)
+
+
+@app.command()
+def compare(
+    run_1: Annotated[Path, typer.Argument(help="First run folder (one system).")],
+    run_2: Annotated[Path, typer.Argument(help="Second run folder, same key.")],
+    format: Annotated[str, typer.Option("--format", "-f", help="md or json.")] = "md",
+    locomo: LocomoOpt = None,
+) -> None:
+    """Paired McNemar tests per item type between two runs on the same key."""
+    from twistbench.report.compare import compare_folders, render_comparison
+
+    try:
+        cmp = compare_folders(run_1, run_2, locomo=locomo)
+    except InputError as exc:
+        _fail_input(exc)
+    if format == "json":
+        sys.stdout.write(cmp.model_dump_json(indent=2) + "\n")
+    else:
+        console.print(render_comparison(cmp), markup=False, highlight=False)
+
+
+@app.command("export-predictions")
+def export_predictions(
+    run_dir: Annotated[Path, typer.Argument(help="A run folder with Track B items.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Predictions file (JSONL).")],
+) -> None:
+    """Write Track B verdicts in the public TWIST predictions format {item_id, aligned, evidence}."""
+    from twistbench.report.runs import export_predictions as export
+
+    try:
+        n = export(run_dir, out)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"{n} predictions -> {out}", highlight=False)
+
+
+@app.command("score-predictions")
+def score_predictions(
+    predictions: Annotated[Path, typer.Argument(help="JSONL {item_id, aligned, evidence}.")],
+    dataset: DatasetOpt = None,
+    locomo: LocomoOpt = None,
+    name: Annotated[str, typer.Option(help="System name for the table.")] = "external",
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report here.")] = None,
+) -> None:
+    """Score Track B predictions made by another harness against a key."""
+    from twistbench.report.runs import report_predictions
+
+    try:
+        ds, _ = _dataset(dataset, locomo, None, False)
+        _emit_report(report_predictions(ds, predictions, system=name), out, "md")
     except InputError as exc:
         _fail_input(exc)
 

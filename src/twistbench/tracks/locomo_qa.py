@@ -21,12 +21,12 @@ the overall mean with category 5 and every category are in the JSON.
 
 from __future__ import annotations
 
+import functools
+
 import re
 import string
 from collections import Counter, defaultdict
 from typing import Any
-
-from nltk.stem import PorterStemmer
 
 from twistbench.contract import Capabilities
 from twistbench.model import Answer, Dataset, QAItem
@@ -40,7 +40,14 @@ CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-ho
                   5: "adversarial"}
 ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
 
-_stemmer = PorterStemmer()
+
+@functools.lru_cache(maxsize=1)
+def _stem():  # noqa: ANN202
+    # Imported on first use: `import nltk` pulls scipy.stats and costs ~2 s, which every
+    # `twist` command would otherwise pay at start-up.
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer().stem
 _PUNCT = set(string.punctuation)
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 
@@ -56,8 +63,8 @@ def normalize_answer(s: str) -> str:
 
 def f1_score(prediction: str, ground_truth: str) -> float:
     """Token F1 of Porter-stemmed normalised tokens (LoCoMo's f1_score)."""
-    pred = [_stemmer.stem(w) for w in normalize_answer(prediction).split()]
-    gold = [_stemmer.stem(w) for w in normalize_answer(ground_truth).split()]
+    pred = [_stem()(w) for w in normalize_answer(prediction).split()]
+    gold = [_stem()(w) for w in normalize_answer(ground_truth).split()]
     common = Counter(pred) & Counter(gold)
     same = sum(common.values())
     if same == 0:
