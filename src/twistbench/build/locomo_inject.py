@@ -817,13 +817,14 @@ _GREETINGS = [
 # Keys: write, read, apply
 
 
-def build_locomo(locomo_path: str | Path, seed: int = DEFAULT_SEED, include_crisis: bool = False
-                 ) -> tuple[dict[str, Any], BuildReport]:
+def build_locomo(locomo_path: str | Path, seed: int = DEFAULT_SEED, include_crisis: bool = False,
+                 variety: bool = True) -> tuple[dict[str, Any], BuildReport]:
     """Generate a TWIST-LoCoMo key payload from the user's locomo10.json, with its build report
-    (counts against §4.3, QA before/after re-validation, variety report)."""
+    (counts against §4.3, QA before/after re-validation, and unless `variety` is False the
+    variety report of the Track A look-alike turns)."""
     corpus = load_locomo(locomo_path)
     payload, extras = build_locomo_payload(corpus, seed=seed, include_crisis=include_crisis)
-    report = _report(corpus, payload, extras, seed,
+    report = _report(corpus, payload, extras if variety else None, seed,
                      CRISIS_VERSION if include_crisis else KEY_VERSION)
     return payload, report
 
@@ -840,7 +841,7 @@ def write_locomo_key(out: str | Path | None, locomo_path: str | Path, seed: int 
     return digest, report
 
 
-def _report(corpus: LocomoCorpus, payload: dict[str, Any], extras: dict[str, Any], seed: int,
+def _report(corpus: LocomoCorpus, payload: dict[str, Any], extras: dict[str, Any] | None, seed: int,
             version: str) -> BuildReport:
     gold = payload["gold"]
     counts = {k: len(v) for k, v in gold.items()}
@@ -858,12 +859,10 @@ def _report(corpus: LocomoCorpus, payload: dict[str, Any], extras: dict[str, Any
         order.append(f"drafts_{lab}")
     reasons = Counter(r["reason"].split(":")[0] for r in payload["revalidation"]["excluded"])
     variety = None
-    try:
+    if extras is not None:
         from twistbench.build.variety import variety_report
 
         variety = variety_report(extras["variety_rows"], seed=seed)
-    except ImportError:  # the CS helper's module; the build still reports everything else
-        variety = None
     return BuildReport(
         seed=seed, locomo_sha256=corpus.sha256, counts={k: counts[k] for k in order},
         expected={k: expected[k] for k in order}, injected_turns=len(payload["turns"]),

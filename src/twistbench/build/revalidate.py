@@ -4,7 +4,7 @@ An original question is taken out of the LoCoMo score when an injected turn coul
 answer or its evidence:
 - `subject`: an injected turn by a speaker the question is about (named in it; a question that
   names neither speaker is about both) shares a subject keyword with the question or its gold
-  answer (Porter-stemmed, so "pets" matches "pet"). Keywords are the injected item's subject
+  answer (Snowball-stemmed, so "pets" matches "pet"). Keywords are the injected item's subject
   words and slot values (e.g. pet, cat), not every word of the turn, so unrelated questions stay.
 - `evidence_span`: an injected turn sits between two evidence turns of the question in the same
   session, splitting the passage the answer was read from.
@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from functools import lru_cache
 from typing import Any
 
-from nltk.stem import PorterStemmer
+import Stemmer  # PyStemmer (Snowball English): fast, and no nltk import (which pulls in scipy)
 
 from twistbench.corpus.locomo import LocomoCorpus
 
-_STEM = PorterStemmer()
+_STEMMER = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=65536)
+def _stem(word: str) -> str:
+    return _STEMMER.stemWord(word)
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("""a an the and or of to in on at for with by from is are was were be been do does
 did what which who whom when where why how that this these those it its his her their they them he
@@ -31,12 +37,12 @@ can could would should will shall may might""".split())
 
 
 def _stems(text: str) -> set[str]:
-    return {_STEM.stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+    return {_stem(w) for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
 
 
 def keyword_stems(keywords: Iterable[str]) -> set[str]:
     """Stems of subject keywords (multi-word keywords split; function words dropped)."""
-    return {_STEM.stem(w) for k in keywords for w in _WORD.findall(k.lower()) if w not in _STOP}
+    return {_stem(w) for k in keywords for w in _WORD.findall(k.lower()) if w not in _STOP}
 
 
 def _about(question: str, speakers: list[str]) -> set[str]:
