@@ -7,7 +7,7 @@ from datetime import datetime
 
 import pytest
 
-from twistbench.build.key import read_key, sha256_bytes, encode_key
+from twistbench.build.key import encode_key, read_key, sha256_bytes
 from twistbench.build.locomo_inject import (
     CRISIS_VERSION,
     KEY_NAME,

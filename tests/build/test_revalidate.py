@@ -65,8 +65,8 @@ def test_committed_key_revalidation(locomo_path):
 
     payload = json.loads(default_key_path().read_text())["payload"]
     corpus = load_locomo(locomo_path)
-    expected = revalidate(corpus, payload["turns"] and [
-        dict(t, keywords=payload["keywords"].get(t["id"], [])) for t in payload["turns"]])
+    turns = [dict(t, keywords=payload["keywords"].get(t["id"], [])) for t in payload["turns"]]
+    expected = revalidate(corpus, turns)
     listed = [(e["qa"], e["reason"]) for e in payload["revalidation"]["excluded"]]
     assert listed == expected  # the key's list is exactly what the rule gives
     ids = {q.id for q in corpus.qa}

@@ -38,17 +38,14 @@ from twistbench.build.templates import locomo_safety as T_SAFE
 from twistbench.corpus.locomo import LocomoCorpus, load_locomo
 from twistbench.errors import InputError, pydantic_to_input_error
 from twistbench.model import (
-    ChainQuery,
     Conversation,
     CrisisPlant,
     Dataset,
     Draft,
     EmotionalHardNegative,
     Event,
-    FactState,
     HardNegativeArc,
     PIIPlant,
-    Probe,
     ReversalArc,
     UpdateChain,
 )
