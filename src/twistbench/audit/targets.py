@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import gc
+from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from itertools import chain, groupby, repeat
@@ -75,11 +76,12 @@ class CodedLineage:
     mem_can: np.ndarray  # (M,) canonical flag per memory code
     edge_anchor: np.ndarray  # one edge per (memory, source anchor), sorted by anchor code
     edge_mem: np.ndarray
-    names: list[tuple[str, str]]  # code -> (conversation, memory id)
+    conv_of: list[str]  # code -> conversation
+    memory_id: list[str]  # code -> memory id
 
     @property
     def n_mem(self) -> int:
-        return max(len(self.names), 1)
+        return max(len(self.memory_id), 1)
 
 
 @_no_gc
@@ -109,8 +111,8 @@ def code_lineage(lineage: Lineage) -> CodedLineage:
     convs_o = [r.conversation for r in rows_o] if order is not None else convs
     mids = [r.memory_id for r in rows_o]
     srcs = [r.sources for r in rows_o]
-    raw = np.fromiter((r.raw for r in rows_o), dtype=bool, count=n)
-    can = np.fromiter((r.canonical for r in rows_o), dtype=bool, count=n)
+    raw = np.array([r.raw for r in rows_o], dtype=bool)
+    can = np.array([r.canonical for r in rows_o], dtype=bool)
     lens = np.fromiter(map(len, srcs), dtype=np.int64, count=n)
     flat = list(chain.from_iterable(srcs))
     e_off = np.concatenate(([0], np.cumsum(lens)))
@@ -144,9 +146,8 @@ def code_lineage(lineage: Lineage) -> CodedLineage:
         key = np.unique(ea * max(n, 1) + em)
         ea, em = key // max(n, 1), key % max(n, 1)
     order_e = np.argsort(ea, kind="stable")
-    names = list(zip(convs_o, mids))
     return CodedLineage(mem_codes, anchor_codes, conv_range, raw, can, ea[order_e],
-                        em[order_e], names)
+                        em[order_e], convs_o, mids)
 
 
 @dataclass
@@ -177,15 +178,15 @@ def code_queries(run: TraceRun, gold: Gold, lineage: CodedLineage, qids: Sequenc
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=q)
     # one C-level map per conversation over all of its queries' ids
     order = sorted(range(q), key=convs.__getitem__)
-    flat: list[int] = []
+    flat = array("q")
     g_q: list[int] = []
     g_a: list[int] = []
     empty: dict[str, int] = {}
     for conv, grp in groupby(order, key=convs.__getitem__):
         idx = list(grp)
         mdict = lineage.mem_codes.get(conv, empty)
-        ids = list(chain.from_iterable(map(id_lists.__getitem__, idx)))
-        flat.extend(map(mdict.get, ids, repeat(-1, len(ids))))
+        ids = chain.from_iterable(map(id_lists.__getitem__, idx))
+        flat.extend(map(mdict.get, ids, repeat(-1)))  # straight into a C int64 buffer
         adict = lineage.anchor_codes.get(conv, empty)
         for qi in idx:
             anchors = golds[qi].anchors
@@ -194,7 +195,7 @@ def code_queries(run: TraceRun, gold: Gold, lineage: CodedLineage, qids: Sequenc
                 if code is not None:
                     g_q.append(qi)
                     g_a.append(code)
-    codes = np.fromiter(flat, dtype=np.int64, count=len(flat))
+    codes = np.frombuffer(flat, dtype=np.int64) if len(flat) else np.zeros(0, np.int64)
     order_a = np.asarray(order, dtype=np.int64)
     identity = bool(np.all(order_a == np.arange(q)))
     if q and codes.size == q * k:  # every trace is full: no padding mask needed
@@ -312,5 +313,5 @@ def eligible_ids(cq: CodedQueries, ts: TargetSets, lineage: CodedLineage,
     n_mem = lineage.n_mem
     out: dict[str, list[str]] = {}
     for key in ts.keys[sel].tolist():
-        out.setdefault(cq.qids[key // n_mem], []).append(lineage.names[key % n_mem][1])
+        out.setdefault(cq.qids[key // n_mem], []).append(lineage.memory_id[key % n_mem])
     return out
