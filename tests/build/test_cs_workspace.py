@@ -243,6 +243,8 @@ def test_crisis_plants_and_identity(ds, crisis_ds):
 
     src = Path(cs_crisis_optin.__file__).read_text()
     assert src.startswith("# CONTENT WARNING")
+    assert crisis_ds.meta["content_warning"].startswith("Content warning")
+    assert "content_warning" not in ds.meta
     for plant in crisis_ds.crisis_plants:
         ev = crisis_ds.conversation(plant.conversation).event_index()[plant.turn]
         assert ev.speaker == plant.speaker

@@ -1142,6 +1142,10 @@ def build_cs(
     version = VERSION_CRISIS if include_crisis else VERSION
     meta: dict[str, Any] = {"generator": "twistbench.build.cs_workspace", "seed": seed,
                             "include_crisis": include_crisis}
+    if include_crisis:
+        from twistbench.build.templates.cs_crisis_optin import CONTENT_WARNING
+
+        meta["content_warning"] = CONTENT_WARNING
     if paraphraser is not None:
         version += "+paraphrase"
         meta["paraphrase"] = {"model": paraphrase.model, "rewritten": paraphraser.rewritten,
