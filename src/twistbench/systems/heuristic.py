@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import Stemmer
 
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import (
@@ -56,7 +57,9 @@ from twistbench.model import (
     Verdict,
 )
 from twistbench.retrieval import top_k
+from twistbench.retrieval.lexical import LexicalRetriever
 from twistbench.retrieval.dense import embed
+from twistbench.retrieval.parser import content_words, split_sentences
 
 NO_ANSWER = "I don't know."
 WITHHELD = "[withheld: crisis content governed at write time]"
@@ -79,6 +82,12 @@ _POSITIVE = {
     "always": 0.5, "for good": 1, "settled": 1, "invest": 1, "champion": 1, "essential": 1,
     "must-have": 2, "value": 0.5, "works for us": 2, "works well": 1, "recommend": 1,
     "want": 0.5, "wants": 0.5, "plan to": 0.5, "going to": 0.5, "will": 0.5,
+    "required": 1, "requirement": 1, "requirements": 1, "mandatory": 2, "must": 1,
+    "necessary": 1, "need": 1, "needs": 1, "needed": 1, "critical": 1, "priority": 1,
+    "depends on": 1, "fixed": 1, "locked": 1, "locked in": 1, "confirmed": 1, "include": 1,
+    "includes": 1, "success": 1, "working brilliantly": 2, "works": 1, "fine": 0.5,
+    "formality": 1, "all-in": 2, "all in": 2, "count on": 1, "never had": 1, "good": 1,
+    "owner": 0.5, "own": 0.5, "owns": 0.5, "next in line": 1, "building": 0.5, "for us": 0.5,
 }
 _NEGATIVE = {
     "competitor": 2, "competitors": 2, "alternative": 1, "alternatives": 1, "evaluating": 1,
@@ -94,15 +103,20 @@ _NEGATIVE = {
     "cut": 1, "cutting": 1, "replace": 1, "replacing": 1, "instead": 1, "abandon": 2,
     "frustrated": 0.5, "disappointed": 1, "unhappy": 1, "pause": 1, "pausing": 1,
     "on hold": 1, "sunset": 1, "phase out": 2, "phasing out": 2, "applying for jobs": 1,
-    "moving to": 1, "relocate": 1, "relocating": 1,
+    "moving to": 1, "relocate": 1, "relocating": 1, "retiring": 2, "retire": 2,
+    "decommission": 2, "decommissioning": 2, "switched off": 2, "switching off": 2,
+    "is out": 2, "are out": 2, "out of": 1, "off the table": 2, "fallen apart": 2,
+    "falling apart": 2, "stopped": 1, "push": 1, "pushing": 1, "pushed": 1, "slip": 1,
+    "slipping": 1, "slipped": 1, "delay": 1, "delayed": 1, "postpone": 1, "postponed": 1,
+    "blocker": 2, "won't pass": 2, "trial with": 1, "no data": 1,
 }
 _NEGATORS = {"not", "no", "never", "don't", "dont", "doesn't", "doesnt", "won't", "wont",
              "isn't", "isnt", "aren't", "arent", "wasn't", "can't", "cant", "cannot",
              "shouldn't", "wouldn't", "hardly", "neither", "nor", "without"}
 
 _HYPOTHETICAL = re.compile(
-    r"\b(if|unless|suppose|supposing|imagine|hypothetically|what if|in theory|would we|"
-    r"could we|were to|in case)\b", re.I)
+    r"\b(if|unless|suppose|supposing|imagine|hypothetically|what[- ]if|in theory|would we|"
+    r"could we|were to|in case|gamed it out|scenario)\b", re.I)
 _ACKNOWLEDGED = re.compile(
     r"\b(i know (i|we|you) (said|told|mentioned)|as (i|we|you) (said|mentioned)|"
     r"like (i|we) (said|told you|mentioned)|(i|we) (said|told you) (before|earlier|last)|"
@@ -110,7 +124,17 @@ _ACKNOWLEDGED = re.compile(
     r"to follow up on|following up on|update on what (i|we) said|i know you(\'re| are)|"
     r"i understand (that )?you|you mentioned|you said|you told)\b", re.I)
 _NOSTALGIA = re.compile(r"\b(miss|missed|used to|back when|remember when|nostalgi\w*|"
-                        r"sometimes|old days|those days)\b", re.I)
+                        r"sometimes|old days|those days|never forget|reminisc\w*|"
+                        r"sentimental|good times|looking back)\b", re.I)
+# A speaker acknowledging their own change of position: an evolution, not a contradiction.
+_CONDITIONAL = re.compile(r"\b(would|wouldn't|could|might)\b|\w['’]d\b", re.I)
+_SELF_REVISION = re.compile(
+    r"\b(change of (mind|heart)|chang(e|ed|ing) (my|our) minds?|walk(ing|ed)? back|"
+    r"correction to|correcting what|owe you a correction|revision to|revising (my|our)|"
+    r"i('ve| have) reconsidered|we('ve| have) reconsidered|i was firm|"
+    r"(my|our) earlier (comment|answer|message|position|note|email|view)|"
+    r"what (i|we) (told|said) (you )?(before|earlier|back|last)|i know (i|we) (said|told)|"
+    r"new position|taking back|take back what)\b", re.I)
 _HEDGE = re.compile(r"\b(maybe|perhaps|might|not sure|unsure|possibly|we'll see|"
                     r"depends|kind of|sort of|who knows)\b", re.I)
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|me|my|we|we're|we've|we'd|we'll|us|our)\b",
@@ -228,23 +252,41 @@ for _words, _w in _LEX:  # longest phrase first within each first word
     _BY_FIRST.setdefault(_words[0], []).append((_words, _w))
 
 
-def valence(text: str) -> float:
-    """Signed stance score: lexicon hits, each flipped when a negator precedes it closely."""
-    toks = [t.replace("’", "'") for t in _TOKEN.findall(text.lower())]
+_CLAUSE_SPLIT = re.compile(r"[,;:—–]|\s-\s|\n|(?<=[.!?])\s|\b(?:but|so|while|though|although|"
+                           r"whereas|because|since)\b", re.I)
+
+
+def clauses(text: str) -> list[str]:
+    """Clauses of a text: split at punctuation and at contrastive or causal conjunctions."""
+    return [c.strip() for c in _CLAUSE_SPLIT.split(text) if c and len(c.split()) >= 2]
+
+
+def clause_valence(clause: str) -> float:
+    """Signed stance of one clause: lexicon hits, the sign flipped once per negator that is not
+    part of a matched phrase ("isn't a requirement" < 0 < "is mandatory"). A clause with a
+    negator and no lexicon hit asserts a negation (-1); one with neither is neutral (0)."""
+    toks = [t.replace("’", "'") for t in _TOKEN.findall(clause.lower())]
     used = [False] * len(toks)
-    score = 0.0
+    base = 0.0
     for i in range(len(toks)):
+        if used[i]:
+            continue
         for words, w in _BY_FIRST.get(toks[i], ()):
             n = len(words)
             if toks[i:i + n] == words and not any(used[i:i + n]):
-                window = toks[max(0, i - 3):i]
-                neg = sum(1 for t in window if t in _NEGATORS)
-                # "no longer", "not worth" already carry the negation in the phrase.
-                score += -w if neg % 2 == 1 and words[0] not in _NEGATORS else w
+                base += w
                 for j in range(i, i + n):
                     used[j] = True
                 break
-    return score
+    negs = sum(1 for i, t in enumerate(toks) if not used[i] and (t in _NEGATORS or t.endswith("n't")))
+    if base == 0:
+        return -1.0 if negs % 2 else 0.0
+    return -base if negs % 2 else base
+
+
+def valence(text: str) -> float:
+    """Signed stance score of a text: the sum of its clauses' valences."""
+    return sum(clause_valence(c) for c in clauses(text))
 
 
 @dataclass
@@ -265,7 +307,7 @@ class Stance:
 
 def stance(text: str) -> Stance:
     return Stance(valence=valence(text), hypothetical=bool(_HYPOTHETICAL.search(text)),
-                  acknowledged=bool(_ACKNOWLEDGED.search(text)),
+                  acknowledged=bool(_ACKNOWLEDGED.search(text) or _SELF_REVISION.search(text)),
                   nostalgic=bool(_NOSTALGIA.search(text)), hedged=bool(_HEDGE.search(text)),
                   first_person=bool(_FIRST_PERSON.search(text)))
 
@@ -323,6 +365,53 @@ def changed_values(old: set[str], new: set[str]) -> bool:
                for sl in shared)
 
 
+_STEMMER = Stemmer.Stemmer("english")
+_RRF_K = 60
+
+
+def stems(text: str) -> set[str]:
+    """Stemmed content words (parser.content_words: no stop words, no social filler, no
+    negators or contractions: they carry polarity, not topic)."""
+    words = [w for w in content_words(text) if w not in _NEGATORS and "'" not in w
+             and w not in _GENERIC]
+    return set(_STEMMER.stemWords(words))
+
+
+_GENERIC = {"get", "gets", "got", "nothing", "everything", "something", "anything", "said", "say",
+            "says", "tell", "tells", "told", "team", "people", "now", "today", "week", "month"}
+
+
+def opposed_clauses(old: str, new: str, min_shared: int = 1) -> str | None:
+    """Why `new` contradicts `old`, or None.
+
+    Aligns the clause pair sharing the most content stems (at least `min_shared`), then needs
+    opposite clause stances; a new clause in a hypothetical or nostalgic sentence does not
+    count (checked per clause: "If you're wondering, it is final: X" still states X). Only the
+    aligned pair is compared, so a firmness tag ("I don't see that changing")
+    or an aside in another clause cannot flip the verdict."""
+    best: tuple[float, str, str] | None = None
+    olds = [(c, stems(c)) for c in clauses(old)]
+    for sent in split_sentences(new):
+        for cn in clauses(sent):
+            if _HYPOTHETICAL.search(cn) or _CONDITIONAL.search(cn) or _NOSTALGIA.search(cn):
+                continue  # a what-if or a memory states no current position
+            sn = stems(cn)
+            for co, so in olds:
+                shared = len(sn & so)
+                if shared < min_shared:
+                    continue
+                score = shared + shared / len(sn | so)  # ties go to the tighter overlap
+                if best is None or score > best[0]:
+                    best = (score, co, cn)
+    if best is None:
+        return None
+    _, co, cn = best
+    vo, vn = clause_valence(co), clause_valence(cn)
+    if vo * vn < 0:
+        return f"'{co}' ({vo:+g}) vs '{cn}' ({vn:+g})"
+    return None
+
+
 # ---------------------------------------------------------------------------------------------
 # The system
 
@@ -375,7 +464,7 @@ class HeuristicSystem(BaseSystem):
                                 lineage=True)
 
     def __init__(self, tension_sim: float = 0.5, supersede_sim: float = 0.6,
-                 draft_sim: float = 0.5, match_ratio: float = 0.9, k: int = 10,
+                 draft_sim: float = 0.5, match_ratio: float = 0.95, k: int = 10,
                  pii: str = "auto", pii_threshold: float = 0.4) -> None:
         if pii not in ("auto", "presidio", "regex"):
             raise ValueError("pii must be auto, presidio or regex")
@@ -413,6 +502,7 @@ class HeuristicSystem(BaseSystem):
         self.turns: dict[str, _Turn] = {}
         self.order: list[_Turn] = []  # by row
         self.vectors = _Vectors()
+        self.lexical = LexicalRetriever()
         self.tensions: dict[str, Tension] = {}
         self._claimed: set[str] = set()  # earlier turns already used as a claim
 
@@ -473,6 +563,8 @@ class HeuristicSystem(BaseSystem):
         # Attribution in the embedded text: queries and drafts name people.
         vecs = embed([f"{ev.speaker}: {txt}" if not sup else "" for ev, txt, sup in governed])
         rows = self.vectors.add(vecs)
+        keep = [(ev, txt) for ev, txt, sup in governed if not sup]
+        self.lexical.add([ev.id for ev, _ in keep], [f"{ev.speaker}: {txt}" for ev, txt in keep])
         new_turns = []
         for (ev, txt, sup), row in zip(governed, rows):
             t = _Turn(event=ev, text=txt, stance=stance(txt if not sup else ""),
@@ -491,32 +583,36 @@ class HeuristicSystem(BaseSystem):
                 and (before_session is None or o.event.session < before_session)]
 
     def _detect_tensions(self, new_turns: list[_Turn]) -> list[Tension]:
-        """Same speaker, earlier session, close in meaning, opposite clear stances."""
-        cands: list[tuple[float, _Turn, _Turn]] = []
+        """Same speaker, earlier session, close in meaning (turn cosine >= tension_sim), and the
+        two clauses that talk about the same thing (most shared content stems) take opposite
+        stances; the new clause is not hypothetical or nostalgic and the new turn does not
+        acknowledge its own change of position."""
+        cands: list[tuple[float, _Turn, _Turn, str]] = []
         m = self.vectors.matrix
         for new in new_turns:
-            st = new.stance
-            if new.suppressed or not st.asserts or st.acknowledged:
+            if new.suppressed or new.stance.acknowledged:
                 continue
             olds = [o for o in self._speaker_rows(new.event.speaker, new.event.session)
-                    if o.stance.asserts and o.stance.valence * st.valence < 0]
+                    if o.event.id not in self._claimed]
             if not olds:
                 continue
             sims = m[[o.row for o in olds]] @ m[new.row]
-            for o, s in zip(olds, sims):
-                if s >= self.tension_sim:
-                    cands.append((float(s), o, new))
+            for o, sim in zip(olds, sims):
+                if sim < self.tension_sim:
+                    continue
+                pair = opposed_clauses(o.text, new.text)
+                if pair is not None:
+                    cands.append((float(sim), o, new, pair))
         out: list[Tension] = []
         used_new: set[str] = set()
-        for s, old, new in sorted(cands, key=lambda c: (-c[0], c[1].row, c[2].row)):
+        for sim, old, new, why in sorted(cands, key=lambda c: (-c[0], c[1].row, c[2].row)):
             if old.event.id in self._claimed or new.event.id in used_new:
                 continue
             self._claimed.add(old.event.id)
             used_new.add(new.event.id)
             tid = f"h{len(self.tensions) + 1}"
             t = Tension(id=tid, claim_evidence=[old.event.id], new_evidence=[new.event.id],
-                        rationale=(f"{new.event.speaker}: stance {old.stance.valence:+g} -> "
-                                   f"{new.stance.valence:+g} on a close topic (cos {s:.2f})"))
+                        rationale=f"{new.event.speaker}: {why} (cos {sim:.2f})")
             self.tensions[tid] = t
             self._retire(old, new)
             out.append(t)
@@ -543,8 +639,8 @@ class HeuristicSystem(BaseSystem):
             if s < self.supersede_sim:
                 continue
             changed = changed_values(o.values, new.values)
-            flipped = (new.stance.asserts and o.stance.asserts
-                       and o.stance.valence * new.stance.valence < 0)
+            # A flip must be about the same thing: the aligned clauses oppose each other.
+            flipped = not changed and opposed_clauses(o.text, new.text) is not None
             if (changed or flipped) and (best is None or s > best[0]):
                 best = (float(s), o)
         if best is not None:
@@ -553,21 +649,42 @@ class HeuristicSystem(BaseSystem):
     # -- queries ------------------------------------------------------------------------------
 
     def _search(self, query: str, k: int, live_only: bool) -> list[tuple[_Turn, float]]:
+        """Hybrid retrieval: dense and BM25 rankings fused by reciprocal rank (k=60), so a
+        distinctive word ("promotion", "rough week") is not drowned by the speaker's name.
+        Returns (turn, cosine) in fused order; thresholds stay on the cosine."""
         pool = [t for t in self.order if (t.live if live_only else not t.suppressed)]
         if not pool:
             return []
         q = embed([query])[0]
         sims = self.vectors.matrix[[t.row for t in pool]] @ q
-        idx = top_k(sims, k)
-        return [(pool[i], float(sims[i])) for i in idx]
+        depth = max(4 * k, 50)
+        fused: dict[str, float] = {}
+        for r, i in enumerate(top_k(sims, depth)):
+            fused[pool[i].event.id] = 1.0 / (_RRF_K + r + 1)
+        allowed = {t.event.id for t in pool}
+        lex = [i for i, _ in self.lexical.search(query, depth * 2) if i in allowed][:depth]
+        for r, i in enumerate(lex):
+            fused[i] = fused.get(i, 0.0) + 1.0 / (_RRF_K + r + 1)
+        pos = {t.event.id: n for n, t in enumerate(pool)}
+        order = sorted(fused, key=lambda i: (-fused[i], pos[i]))[:k]
+        return [(self.turns_or_pool(pool, pos, i), float(sims[pos[i]])) for i in order]
+
+    @staticmethod
+    def turns_or_pool(pool: list[_Turn], pos: dict[str, int], tid: str) -> _Turn:
+        return pool[pos[tid]]
 
     def recall(self, query: str) -> Answer:
-        hits = self._search(query, self.k, live_only=True)
+        # Social filler ("Happy to help!") states nothing; it must not answer a question.
+        hits = [(t, s) for t, s in self._search(query, self.k + 10, live_only=True)
+                if len(content_words(t.text)) >= 2][: self.k]
         if not hits:
             return Answer(text=NO_ANSWER, evidence=[])
+        # Among the top fused hits whose cosine is within match_ratio of the first one, the
+        # most recent: currency comes mostly from retirement, this catches missed updates.
         best = hits[0][1]
         floor = best * self.match_ratio if best > 0 else best
-        matching = [t for t, s in hits if s >= floor]
+        qs = stems(query)
+        matching = [hits[0][0]] + [t for t, s in hits[1:3] if s >= floor and stems(t.text) & qs]
         chosen = max(matching, key=lambda t: (t.event.timestamp, t.row))
         if _HISTORY_Q.search(query) and chosen.replaced:
             chain = [self.turns[i] for i in self._history(chosen)]
