@@ -313,6 +313,37 @@ def conform(
         raise typer.Exit(1)
 
 
+@build_app.command("cs")
+def build_cs(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Key file to write (its .sha256 "
+                                      "goes beside it).")] = Path("twist-cs.json"),
+    seed: Annotated[int | None, typer.Option(help="Generator seed; the same seed gives "
+                                             "byte-identical output. Default: the v1 seed.")] = None,
+    include_crisis: CrisisOpt = False,
+    paraphrase: Annotated[str | None, typer.Option(
+        help="Rewrite Track A turns through an OpenAI-compatible endpoint (base URL, e.g. "
+        "http://localhost:8000/v1); cached on disk. Off by default.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for --paraphrase.")] = None,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the endpoint's "
+                                             "API key, for --paraphrase.")] = "OPENAI_API_KEY",
+) -> None:
+    """Generate the TWIST-CS workspaces and key; print counts and the variety report."""
+    from twistbench.build.cs_workspace import DEFAULT_SEED, ParaphraseConfig, run_build_cs
+
+    para = None
+    if paraphrase:
+        if not model:
+            _fail_input(InputError("--model", "--paraphrase needs a model name",
+                                   expected="--model NAME"))
+        para = ParaphraseConfig(base_url=paraphrase, model=model, api_key_env=api_key_env)
+    _, rep = run_build_cs(out=out, seed=DEFAULT_SEED if seed is None else seed,
+                          include_crisis=include_crisis, paraphrase=para, console=console)
+    if not rep.passes:
+        err.print("[bold red]variety gate failed:[/] the items leak their label through wording "
+                  "(bag-of-words accuracy above the limit); try another seed or more templates")
+        raise typer.Exit(1)
+
+
 @app.command()
 def schema(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")] = None,
