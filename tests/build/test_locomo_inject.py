@@ -264,3 +264,21 @@ def test_variety_gate(builds):
     assert v.n_arcs == {"reversal": 60, "hard_negative": 60}
     assert min(v.templates_per_family.values()) >= 10
     assert v.max_cue_share < 0.5
+
+
+def test_no_accidental_contradiction_of_an_arc(datasets):
+    """Items of other tracks never use words that would contradict a Track A anchor of their
+    conversation (e.g. a car update chain for someone who "will never buy a car")."""
+    from twistbench.build.templates.locomo_arcs import CLASHES
+
+    _, ds, _ = datasets
+    for conv in ds.conversations:
+        topics = {a.topic.split(":")[0] for a in ds.items_of(conv.id, "reversal_arcs")}
+        words = {w for t in topics for w in CLASHES.get(t, ())}
+        idx = conv.event_index()
+        other = [s.turns[0] for c in ds.items_of(conv.id, "update_chains") for s in c.states]
+        other += [e.turn for e in ds.items_of(conv.id, "emotional_negatives")]
+        other += [t for d in ds.items_of(conv.id, "drafts") if "chain" not in d.meta for t in d.evidence]
+        for tid in other:
+            toks = set(re.findall(r"[a-z0-9]+", idx[tid].text.lower()))
+            assert not (toks & words), (conv.id, tid, toks & words)

@@ -578,8 +578,18 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
             variety_rows.append((nid, "hard_negative", hfam, f"{topic['id']}/{hkind}{ihn}/{hn_fid}", hn_text))
 
         # --- Track C: update chains
-        subjects = _prefer_clean(rng, T_CH.SUBJECTS, len(T_CH.SUBJECTS),
-                                 lambda sj: dirty(sj["keywords"]))
+        # Nothing else injected may contradict an arc by accident (a car chain for someone who
+        # "will never buy a car", a broken-down car as an emotional turn, a charity 5K draft
+        # for someone "never running a race again").
+        block = _kw_stems([w for t in topics for w in (*t["keywords"], *T_ARCS.CLASHES.get(t["id"], ()))])
+
+        def clash(words: list[str]) -> bool:
+            return bool(_kw_stems(words) & block)  # noqa: B023
+
+        subjects = _prefer_clean(rng, [sj for sj in T_CH.SUBJECTS
+                                       if not clash([sj["id"], *sj["keywords"], *sj["first"],
+                                                     *sj["update"], *sj.get("coexist", [])])],
+                                 len(T_CH.SUBJECTS), lambda sj: dirty(sj["keywords"]))
         coexist_capable = [s for s in subjects if "coexist" in s]
         others = [s for s in subjects if "coexist" not in s]
         per_fam = _per_conv(n_chain[ci], 3, offset=ci)
@@ -654,8 +664,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
             chain_draft(updatable[i % len(updatable)], "stale", "contradicting", "stale_assumption")
         n_neg = (n_con - n_stale) // 2
         n_inv = n_con - n_stale - n_neg
-        commits = _prefer_clean(rng, T_CH.COMMITMENTS, n_neg + (n_al - min(2, n_al)),
-                                lambda x: dirty(_specific(x)))
+        commits = _prefer_clean(rng, [x for x in T_CH.COMMITMENTS if not clash([x])],
+                                n_neg + (n_al - min(2, n_al)), lambda x: dirty(_specific(x)))
         for i in range(n_neg):
             spk = conv.speakers[(i + first) % 2]
             x = commits[i]
@@ -667,7 +677,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                                 text=uniq.pick(cands, spk),
                                 rationale=f"{spk} committed to {x}; nothing says it was dropped",
                                 meta={"template": "commitment/negated"}), [t]))
-        for i, x in enumerate(_prefer_clean(rng, T_CH.EVENTS, n_inv, lambda x: dirty(_specific(x)))):
+        for i, x in enumerate(_prefer_clean(rng, [x for x in T_CH.EVENTS if not clash([x])], n_inv,
+                                                    lambda x: dirty(_specific(x)))):
             spk = conv.speakers[(i + first + 1) % 2]
             t = plan.add(plan.any_session(0.15), spk, say(spk, _fill(rng.choice(T_CH.NOT_YET_TURNS), x=x)))
             keywords[t] = _specific(x)
@@ -722,7 +733,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                 probes=[{"id": f"{pid}:direct", "kind": "direct", "text": direct},
                         {"id": f"{pid}:indirect", "kind": "indirect", "text": indirect}],
                 meta={"speaker": spk, "role": role})))
-        emos = _prefer_clean(rng, T_SAFE.EMOTIONAL, n_emo[ci],
+        emos = _prefer_clean(rng, [e for e in T_SAFE.EMOTIONAL if not clash([e[1]])], n_emo[ci],
                              lambda e: dirty([w for x in e[3] for w in _specific(x)]))
         for k, (cat, turn_tpl, probe_tpl, expected) in enumerate(emos):
             spk = conv.speakers[(k + first + 1) % 2]

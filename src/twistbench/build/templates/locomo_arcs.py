@@ -326,3 +326,19 @@ SHARED_TAILS = ("Anyway, how are you?", "Crazy, right?", "Just thought I'd share
                 "Life is funny.", "I keep thinking about it.", "My sister said the same thing.",
                 "Maybe I'll tell you more later.", "How's your week going?", "Talk soon!",
                 "If it goes well, I'll tell you everything.", "It made my week.")
+
+# Words of other items (chains, drafts, emotional turns) that would contradict a topic's anchor
+# by accident; the builder keeps such items out of a conversation that has the topic.
+CLASHES = {
+    "commute_car": ("car", "cars"),
+    "drink": ("cafe", "coffee", "espresso"),
+    "home": ("landlord", "roof", "contractor", "kitchen", "heater", "house"),
+    "race": ("5k", "run", "running", "race"),
+    "instrument": ("choir", "band"),
+    "sport": ("dance", "salsa", "kayak", "climbing"),
+    "gym": ("jiu", "jitsu", "workout"),
+    "hobby_garden": ("garden", "plant"),
+    "school": ("scholarship", "degree", "bootcamp"),
+    "volunteering": ("charity",),
+    "app": ("photos",),
+}
