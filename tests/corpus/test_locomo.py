@@ -140,3 +140,15 @@ def test_locomo_dataset_plain_and_with_errata(locomo_path):
     assert fixed.version == "locomo10+locomo-audit-9493fb4"
     assert fixed.key_sha256 != plain.key_sha256
     assert fixed.meta["errata"]["answer_changed"] == 99
+
+
+def test_dataset_notes(tmp_path, locomo_path):
+    from twistbench.corpus.locomo import dataset_notes
+
+    notes = dataset_notes(locomo_dataset(locomo_path, errata="locomo-audit"))
+    assert "matches the LoCoMo release" in notes[0]
+    assert any("1986 questions, 0 re-validated out" in n for n in notes)
+    assert any(n.startswith("errata locomo-audit@9493fb4: 153 questions changed (99 answers") for n in notes)
+    other = tmp_path / "locomo10.json"
+    other.write_bytes(locomo_path.read_bytes() + b" ")
+    assert dataset_notes(locomo_dataset(other))[0].startswith("WARNING: locomo10.json sha256")

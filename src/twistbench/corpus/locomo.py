@@ -346,3 +346,29 @@ def locomo_dataset(path: str | Path, errata: str | None = None) -> Dataset:
         key_sha = sha256_bytes(f"{corpus.sha256}+{sha256_file(epath)}".encode())
     return Dataset(name="locomo", version=version, key_sha256=key_sha,
                    conversations=corpus.conversations, qa=qa, meta=meta)
+
+
+def dataset_notes(dataset: Dataset) -> list[str]:
+    """Lines the CLI prints under a LoCoMo-based run: the sha256 check of locomo10.json, the
+    defects handled, QA before/after re-validation and which errata overlay changed how many
+    questions. Empty for datasets that are not LoCoMo-based."""
+    lines: list[str] = []
+    rep = dataset.meta.get("locomo_report")
+    if rep:
+        if rep.get("matches_release"):
+            lines.append(f"locomo10.json sha256 {rep['sha256'][:12]}… matches the LoCoMo release")
+        else:
+            lines.append(f"WARNING: locomo10.json sha256 {rep['sha256']} differs from the LoCoMo "
+                         f"release ({LOCOMO_RELEASE_SHA256}); scores are not comparable")
+        if rep.get("defect_counts"):
+            lines.append("LoCoMo defects handled: " + ", ".join(
+                f"{k} {v}" for k, v in rep["defect_counts"].items()))
+    if dataset.qa:
+        excluded = sum(1 for q in dataset.qa if q.excluded)
+        lines.append(f"LoCoMo QA: {len(dataset.qa)} questions, {excluded} re-validated out, "
+                     f"{len(dataset.qa) - excluded} scored (key {dataset.version})")
+    err = dataset.meta.get("errata")
+    if err:
+        lines.append(f"errata {err['version']}: {err['changed']} questions changed "
+                     f"({err['answer_changed']} answers, {err['evidence_only_changed']} evidence only)")
+    return lines
