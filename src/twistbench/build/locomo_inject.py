@@ -364,6 +364,11 @@ def _kw_stems(words: list[str]) -> set[str]:
     return keyword_stems(words)
 
 
+def _definite(phrase: str) -> str:
+    """'a chess club' -> 'the chess club' (a draft refers back to something already said)."""
+    return re.sub(r"^(a|an) ", "the ", phrase)
+
+
 def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
 
@@ -671,7 +676,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
             x = commits[i]
             t = plan.add(plan.any_session(0.15), spk, say(spk, _fill(rng.choice(T_CH.COMMIT_TURNS), x=x)))
             keywords[t] = _specific(x)
-            cands = [_fill(d, A=addr[spk], x=x) for d in T_CH.NEGATED_DRAFTS]
+            cands = [_fill(d, A=addr[spk], x=_definite(x)) for d in T_CH.NEGATED_DRAFTS]
             rng.shuffle(cands)
             drafts.append((dict(label="contradicting", family="negated_commitment", speaker=spk,
                                 text=uniq.pick(cands, spk),
@@ -694,7 +699,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
             x = commits[n_neg + i]
             t = plan.add(plan.any_session(0.15), spk, say(spk, _fill(rng.choice(T_CH.COMMIT_TURNS), x=x)))
             keywords[t] = _specific(x)
-            cands = [_fill(d, A=addr[spk], x=x) for d in T_CH.ALIGNED_COMMIT_DRAFTS]
+            cands = [_fill(d, A=addr[spk], x=_definite(x)) for d in T_CH.ALIGNED_COMMIT_DRAFTS]
             rng.shuffle(cands)
             drafts.append((dict(label="aligned", family="consistent", speaker=spk,
                                 text=uniq.pick(cands, spk), rationale=f"{spk} committed to {x}",
