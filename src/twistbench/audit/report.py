@@ -34,6 +34,11 @@ def _ci(iv: dict[str, Any]) -> str:
     return f"{est:+.3f} [{iv['low']:+.3f}, {iv['high']:+.3f}]{mark}"
 
 
+def _bucket_key(bucket: str) -> int:
+    digits = "".join(c if c.isdigit() else " " for c in bucket).split()
+    return int(digits[0]) if digits else 0
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(r) + " |" for r in rows]
@@ -163,7 +168,8 @@ def render_markdown(result: AuditResult) -> str:
     lines += _table(["run", "cases"], rows)
     if con.get("by_rank_bucket"):
         lines += ["", "By credited rank: " + ", ".join(
-            f"{b}: {n}" for b, n in sorted(con["by_rank_bucket"].items()))]
+            f"{b}: {n}" for b, n in sorted(con["by_rank_bucket"].items(),
+                                           key=lambda kv: _bucket_key(kv[0])))]
     sem = result.semantic
     if sem:
         lines += ["", "## Semantic audit of contested credits", "",
