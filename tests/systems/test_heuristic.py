@@ -114,12 +114,30 @@ def test_drafts_checked_against_the_latest_state(ran):
     s, _ = ran
     v = s.check_alignment("Dana, glad renewal is a no-brainer for you, I'll send the paperwork.")
     assert not v.aligned and v.conflicts[0].evidence[0] == E[11]
-    v = s.check_alignment("Dana, we planned 120 seats for the rollout, correct?")
+    v = s.check_alignment("Dana, the rollout plan covers 120 seats.")
     assert not v.aligned and E[9] in v.conflicts[0].evidence
+    # Asking whether it changed asserts nothing: a hard negative, aligned.
+    assert s.check_alignment("Dana, is the rollout still 120 seats, or has it changed?").aligned
     assert s.check_alignment("Dana, I know you're moving off the on-prem connector; "
                              "here is the cloud plan.").aligned
     assert s.check_alignment("Dana, the 180-seat rollout plan is attached.").aligned
     assert s.check_alignment("Happy to help with anything about the weather.").aligned
+
+
+def test_replacement_cues_supersede_names_and_ids():
+    conv = conversation("r", [
+        (1, 0, "Vik", "Please send the add-on invoices to Priya Navarro."),
+        (1, 0, "Vik", "Please reference PO-16474 on the add-on invoice."),
+        (2, 20, "Vik", "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
+        (2, 21, "Vik", "The add-on PO changed to PO-37435; please don't use PO-16474."),
+    ])
+    s = HeuristicSystem(pii="regex")
+    ingest_all(s, conv)
+    assert s.turns["r:e00"].retired_by == "r:e02" and s.turns["r:e01"].retired_by == "r:e03"
+    v = s.check_alignment("Hi Vik, I'll send the next add-on invoices to Priya Navarro as usual.")
+    assert not v.aligned and v.conflicts[0].evidence == ["r:e02"]
+    assert s.check_alignment("Hi Vik, noted: the next add-on invoice goes to Priya Siddiqui.").aligned
+    assert "Siddiqui" in s.recall("Who gets the add-on invoices?").text
 
 
 def test_resolve_retires_the_refuted_claim():

@@ -88,6 +88,8 @@ _POSITIVE = {
     "includes": 1, "success": 1, "working brilliantly": 2, "works": 1, "fine": 0.5,
     "formality": 1, "all-in": 2, "all in": 2, "count on": 1, "never had": 1, "good": 1,
     "owner": 0.5, "own": 0.5, "owns": 0.5, "next in line": 1, "building": 0.5, "for us": 0.5,
+    "completed": 1, "went well": 2, "signed off on": 2, "count me in": 2, "booked": 1,
+    "still need": 2, "glad": 1, "great to see": 1, "see": 0.5,
 }
 _NEGATIVE = {
     "competitor": 2, "competitors": 2, "alternative": 1, "alternatives": 1, "evaluating": 1,
@@ -108,7 +110,9 @@ _NEGATIVE = {
     "is out": 2, "are out": 2, "out of": 1, "off the table": 2, "fallen apart": 2,
     "falling apart": 2, "stopped": 1, "push": 1, "pushing": 1, "pushed": 1, "slip": 1,
     "slipping": 1, "slipped": 1, "delay": 1, "delayed": 1, "postpone": 1, "postponed": 1,
-    "blocker": 2, "won't pass": 2, "trial with": 1, "no data": 1,
+    "blocker": 2, "won't pass": 2, "trial with": 1, "no data": 1, "cancelled": 2,
+    "canceled": 2, "blocked": 2, "never made it": 2, "fell through": 2, "gaps": 1,
+    "decommission your": 2, "can't make": 2, "cannot make": 2, "pulled": 1,
 }
 _NEGATORS = {"not", "no", "never", "don't", "dont", "doesn't", "doesnt", "won't", "wont",
              "isn't", "isnt", "aren't", "arent", "wasn't", "can't", "cant", "cannot",
@@ -412,6 +416,32 @@ def opposed_clauses(old: str, new: str, min_shared: int = 1) -> str | None:
     return None
 
 
+_REPLACED = [
+    re.compile(r"\b(?:instead of|replacing|rather than|in place of)\s+([^,.;:!?]+)", re.I),
+    re.compile(r"\bfrom\s+(?!now\b)((?:[^\s,.;:!?]+\s+){0,3}?[^\s,.;:!?]+)\s+to\s+\S", re.I),
+    # Names and ids only (case-sensitive capital): "stop sending invoices to Priya Varga".
+    re.compile(r"\b(?i:stop|don't|do not)\s+(?:\w+\s+){0,4}?(?i:to|use|using)\s+"
+               r"([A-Z][\w-]*(?:\s+[A-Z][\w-]*)*)"),
+    re.compile(r"(?:^|[;:]\s*|,\s+|\band\s+)([^,.;:!?]+?)\s+(?:fell through|is gone|"
+               r"no longer works|is off|is out|is cancelled|is canceled)\b", re.I),
+    re.compile(r",\s*not\s+([^,.;:!?]+)", re.I),
+    re.compile(r"([$€£]?\d[\d,.]*\d)\s+(?:\w+\s+)?(?:is gone|no longer works|is off the table)",
+               re.I),
+]
+
+
+def replaced_values(text: str) -> list[set[str]]:
+    """Content stems of the values a turn says are replaced ("PDF instead of Google Sheets" ->
+    {google, sheet}; "moved from September 19 to December 16" -> {septemb, 19})."""
+    out: list[set[str]] = []
+    for pat in _REPLACED:
+        for m in pat.finditer(text):
+            st = stems(m.group(1)) | set(re.findall(r"\d+", m.group(1)))
+            if st and len(st) <= 4:
+                out.append(st)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # The system
 
@@ -424,6 +454,8 @@ class _Turn:
     values: set[str]
     row: int  # row of its vector in the memory matrix
     suppressed: bool = False
+    stems: set[str] = field(default_factory=set)
+    replaced_values: list[set[str]] = field(default_factory=list)
     retired_by: str | None = None  # the turn that superseded or reversed it
     replaced: list[str] = field(default_factory=list)  # turns it superseded
 
@@ -568,7 +600,9 @@ class HeuristicSystem(BaseSystem):
         new_turns = []
         for (ev, txt, sup), row in zip(governed, rows):
             t = _Turn(event=ev, text=txt, stance=stance(txt if not sup else ""),
-                      values=set() if sup else values(txt), row=row, suppressed=sup)
+                      values=set() if sup else values(txt), row=row, suppressed=sup,
+                      stems=set() if sup else stems(txt) | set(re.findall(r"\d+", txt)),
+                      replaced_values=[] if sup else replaced_values(txt))
             new_turns.append(t)
         # Tensions compare with what was known before this session.
         result.tensions.extend(self._detect_tensions(new_turns))
@@ -624,12 +658,20 @@ class HeuristicSystem(BaseSystem):
             new.replaced.append(old.event.id)
 
     def _supersede(self, new: _Turn) -> None:
-        """Retire the closest live turn of the same speaker whose value this turn changes."""
-        if new.suppressed or (not new.values and abs(new.stance.valence) < 1):
-            return
-        if _COEXIST.search(new.text):
+        """Retire the closest live turn of the same speaker whose value this turn changes: a
+        number or date in the same slot, a flipped stance on the same clause, or a value this
+        turn names as replaced ("instead of X", "from X to Y", "X fell through")."""
+        if new.suppressed or _COEXIST.search(new.text):
             return
         live = [o for o in self._speaker_rows(new.event.speaker) if o.live]
+        for gone in new.replaced_values:
+            olds = [o for o in live if o.event.id != new.event.id and gone <= o.stems
+                    and not any(gone <= g for g in o.replaced_values)]
+            if olds:
+                self._retire(max(olds, key=lambda o: o.row), new)
+                return
+        if not new.values and abs(new.stance.valence) < 1:
+            return
         if not live:
             return
         m = self.vectors.matrix
@@ -735,6 +777,25 @@ class HeuristicSystem(BaseSystem):
         m = self.vectors.matrix
         d_st = stance(draft)
         d_vals = values(draft)
+        asserted = " ".join(x for x in split_sentences(draft) if not x.rstrip().endswith("?"))
+        if not asserted:
+            return Verdict(aligned=True)  # a question asserts nothing
+        d_stems = stems(asserted) | set(re.findall(r"\d+", asserted))
+        # 0. Asserting a value the record says was replaced (unless acknowledged).
+        if not d_st.acknowledged:
+            for t, _ in hits[:10]:
+                for gone in t.replaced_values:
+                    if gone <= d_stems and not t.suppressed:
+                        return Verdict(aligned=False, conflicts=[Conflict(
+                            evidence=[t.event.id],
+                            rationale="draft relies on a value the record replaced")])
+        # 0b. Clause-aligned opposition to a live statement ("glad the demo happened" vs "the
+        # demo got cancelled").
+        if not d_st.acknowledged and not d_st.hypothetical:
+            for t, _ in hits[:5]:
+                if t.live and opposed_clauses(t.text, asserted) is not None:
+                    return Verdict(aligned=False, conflicts=[Conflict(
+                        evidence=[t.event.id], rationale="draft opposes the record")])
         # 1. Restating a belief that was later reversed or superseded (unless acknowledged).
         if not d_st.acknowledged:
             for t, s in hits:
