@@ -240,3 +240,12 @@ def test_markdown_has_the_paper_tables() -> None:
     assert "| turns vs facts | MRR | 3 |" in md
     # the JSON form is plain data (no NaN, no numpy types)
     json.dumps(res.as_dict(), allow_nan=False)
+
+
+def test_markdown_winner_table() -> None:
+    from twistbench.audit.report import render_markdown
+
+    lin = _store()
+    md = render_markdown(audit_runs([(TURNS, lin), (FACTS, lin)], _gold(), None,
+                                    n_resamples=50))
+    assert "| turns vs facts | MRR | turns | tie | facts |" in md

@@ -136,6 +136,12 @@ def render_markdown(result: AuditResult) -> str:
                              "yes" if f["flip"] else "no", "yes" if f["flip_ci"] else "no"])
         lines += _table(["A vs B", "metric", "n", *(f"Δ {TARGET_LABELS[t]}" for t in TARGETS),
                          "flip", "flip_ci"], rows)
+        lines += ["", "Preferred configuration per pair (the winner under each target):", ""]
+        rows = [[f"{cmp_['a']} vs {cmp_['b']}", ml[m],
+                 *(cmp_["flips"][m]["winner"][t] for t in TARGETS)]
+                for cmp_ in result.comparisons for m in METRICS]
+        lines += _table(["A vs B", "metric", *(f"preferred under {TARGET_LABELS[t]}"
+                                               for t in TARGETS)], rows)
         n_flip = sum(cmp_["flips"][m]["flip"] for cmp_ in result.comparisons for m in METRICS)
         lines += ["", f"Winner flips: {n_flip} of {len(result.comparisons) * len(METRICS)} "
                       "comparison × metric cells."]
