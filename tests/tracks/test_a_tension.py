@@ -202,3 +202,25 @@ def test_outcomes_per_arc_and_hard_negative():
     got = {o.item_id: o.value for o in outs}
     assert got == {"online:ra1": 1.0, "online:ra2": 1.0, "online:ra3": 0.0,
                    "online:hn1": 1.0, "online:hn2": 0.0, "online:hn3": 1.0}
+
+
+def test_a_flag_on_a_genuine_update_chain_is_neutral_but_on_coexisting_facts_is_false():
+    from twistbench.model import ChainQuery, FactState, UpdateChain
+
+    def chain(cid, family, current_old):
+        return UpdateChain(
+            id=cid, conversation="cB", speaker="Priya", family=family,
+            states=[FactState(value="on-prem", turns=["cB:1:0"], current=current_old),
+                    FactState(value="cloud", turns=["cB:2:0"], current=True)],
+            queries=[ChainQuery(id="q", kind="current", text=f"{cid}?")])
+
+    flag = tension("t9", ["cB:1:0"], ["cB:2:0"])
+    # no arc on these turns: with a genuine update chain the flag is neither TP nor FP
+    s = score_conversation([], [], [(2, flag)], None, [chain("u1", "one_update", False)])
+    assert (s.tp, s.fp, s.fn, s.supersession, s.detections) == (0, 0, 0, 1, 0)
+    # coexisting facts: the same flag is a false positive
+    s = score_conversation([], [], [(2, flag)], None, [chain("u2", "coexisting", True)])
+    assert (s.fp, s.supersession) == (1, 0)
+    # a flag that also matches an arc is a true positive, not a supersession flag
+    s = score_conversation([ARCS[2]], [], [(2, flag)], None, [chain("u1", "one_update", False)])
+    assert (s.tp, s.fp, s.supersession) == (1, 0, 0)

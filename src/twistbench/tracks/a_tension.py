@@ -17,6 +17,10 @@ Scoring (pure, from records + gold):
   detection that only cites the drift found the reversal but attributed it wrongly.
 - False flag: a hard-negative arc is falsely flagged when any detection's new evidence overlaps
   its look-alike turns.
+- Supersession flags: an unmatched detection whose claim cites a superseded state of a genuine
+  update chain (not a coexisting-facts chain) and whose new evidence cites a later state of it
+  is a true change of belief, the tension Track C's post-resolution sub-track resolves. It is
+  neither a true nor a false positive here, and is counted apart ("supersession_flags").
 - Precision = matched / detections (detections in this track's conversations only), recall =
   matched / arcs, F1 = 2TP / (2TP + FP + FN) with a conversation-clustered bootstrap interval.
 - Latency (online only): session of first emission minus the session of the arc's earliest
@@ -33,7 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.model import Dataset, HardNegativeArc, ReversalArc, Tension
+from twistbench.model import Dataset, HardNegativeArc, ReversalArc, Tension, UpdateChain
 from twistbench.runs.records import ItemRecord
 from twistbench.stats import ItemOutcome, Metric, TrackResult, f1_metric, mean_metric, proportion
 from twistbench.tracks.base import (
@@ -98,6 +102,18 @@ def false_flagged(hn: HardNegativeArc, detections: Iterable[Detection]) -> bool:
     return any(d.new & turns for d in detections)
 
 
+def flags_supersession(d: Detection, chain: UpdateChain) -> bool:
+    """The detection links an earlier state of a genuine update chain to a later one."""
+    if chain.family == "coexisting" or all(s.current for s in chain.states):
+        return False
+    for i, old in enumerate(chain.states[:-1]):
+        if old.current or not d.claim & set(old.turns):
+            continue
+        if any(d.new & set(new.turns) for new in chain.states[i + 1:]):
+            return True
+    return False
+
+
 def match(arcs: list[ReversalArc], detections: list[Detection]) -> dict[str, Detection]:
     """One-to-one maximum matching of arcs to detections (Kuhn's augmenting paths).
 
@@ -138,6 +154,7 @@ class ConversationScore:
     false_flags: list[str]
     hard_negatives: int
     latencies: list[int]
+    supersession: int
     matched: dict[str, Detection]
     arc_ids: list[str]
     hn_ids: list[str]
@@ -145,10 +162,15 @@ class ConversationScore:
 
 def score_conversation(arcs: list[ReversalArc], negatives: list[HardNegativeArc],
                        emitted: Iterable[tuple[int | None, Tension | dict[str, Any]]],
-                       turn_session: dict[str, int] | None = None) -> ConversationScore:
+                       turn_session: dict[str, int] | None = None,
+                       chains: list[UpdateChain] | None = None) -> ConversationScore:
     """Pure scoring of one conversation's emitted tensions against its gold arcs."""
     dets, dups = dedupe(emitted)
     matched = match(arcs, dets)
+    used = {d.order for d in matched.values()}
+    neutral = {d.order for d in dets if d.order not in used
+               and any(flags_supersession(d, ch) for ch in chains or [])}
+    dets = [d for d in dets if d.order not in neutral]
     tp = len(matched)
     lat: list[int] = []
     n_attr = 0
@@ -164,7 +186,8 @@ def score_conversation(arcs: list[ReversalArc], negatives: list[HardNegativeArc]
     flagged = [hn.id for hn in negatives if false_flagged(hn, dets)]
     return ConversationScore(tp=tp, fp=len(dets) - tp, fn=len(arcs) - tp, detections=len(dets),
                              duplicates=dups, attributed=n_attr, false_flags=flagged,
-                             hard_negatives=len(negatives), latencies=lat, matched=matched,
+                             hard_negatives=len(negatives), latencies=lat,
+                             supersession=len(neutral), matched=matched,
                              arc_ids=[a.id for a in arcs], hn_ids=[h.id for h in negatives])
 
 
@@ -247,7 +270,8 @@ def score_mode(dataset: Dataset, records: list[ItemRecord], mode: str
             miss += len(arcs) + len(hns)
             continue
         per_conv[c] = score_conversation(arcs, hns, emitted[c],
-                                         _turn_sessions(dataset, c) if mode == "online" else None)
+                                         _turn_sessions(dataset, c) if mode == "online" else None,
+                                         dataset.items_of(c, "update_chains"))
     p = f"{mode}."
     tp = sum(s.tp for s in per_conv.values())
     dets = sum(s.detections for s in per_conv.values())
@@ -281,6 +305,7 @@ def score_mode(dataset: Dataset, records: list[ItemRecord], mode: str
     details = {
         "detections": dets,
         "duplicates": sum(s.duplicates for s in per_conv.values()),
+        "supersession_flags": sum(s.supersession for s in per_conv.values()),
         "recall_by_family": {f: proportion(f, k, n).model_dump()
                              for f, (k, n) in sorted(fam_arcs.items())},
         "false_flag_by_family": {f: proportion(f, k, n).model_dump()
