@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
+from typer.core import TyperGroup
 from rich.table import Table
 
 from twistbench.errors import InputError
@@ -21,6 +22,21 @@ app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=
                   help="twistbench: TWIST tracks and TIAP audits for conversational memory.")
 build_app = typer.Typer(add_completion=False, help="Build item sets (keys).")
 app.add_typer(build_app, name="build")
+
+
+class _AuditGroup(TyperGroup):
+    """`twist audit TRACES...` audits trace files; `twist audit native|labels` are subcommands."""
+
+    def parse_args(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
+        if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
+            args = ["traces", *args]
+        return super().parse_args(ctx, args)
+
+
+audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
+                        help="TIAP: rescore saved retrieval traces under Raw / Source / Canonical "
+                        "targets. `twist audit TRACES...`, `twist audit native`, `twist audit labels`.")
+app.add_typer(audit_app, name="audit")
 console = Console()
 err = Console(stderr=True)
 
@@ -342,6 +358,136 @@ def build_cs(
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording "
                   "(bag-of-words accuracy above the limit); try another seed or more templates")
         raise typer.Exit(1)
+
+
+@app.command()
+def trace(
+    system: Annotated[str, typer.Option("--system", "-s", help="Built-in name or module:Class "
+                                        "(must declare retrieve and lineage).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for traces.jsonl, "
+                                      "lineage.jsonl, gold.jsonl.")],
+    dataset: DatasetOpt = None,
+    data: Annotated[Path | None, typer.Option(
+        help="For --dataset longmemeval or beam: the benchmark file or folder.")] = None,
+    option: OptionOpt = None,
+    k: Annotated[int, typer.Option("-k", help="Ranked ids per query.")] = 60,
+    locomo: LocomoOpt = None,
+    errata: ErrataOpt = None,
+    granularity: Annotated[str, typer.Option(help="LongMemEval gold: turn or session.")] = "turn",
+    tier: Annotated[str | None, typer.Option(help="BEAM tier, e.g. 1M.")] = None,
+    timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
+) -> None:
+    """Write ranked retrieval traces and lineage of a system (input to `twist audit`)."""
+    from twistbench.audit.tracing import load_audit_corpus, write_traces
+    from twistbench.systems import make_system
+
+    try:
+        if dataset in ("longmemeval", "beam"):
+            if data is None:
+                raise InputError("--data", f"--dataset {dataset} needs --data PATH",
+                                 expected="the benchmark's file or folder")
+            ds = load_audit_corpus(dataset, data, granularity=granularity, tier=tier)
+        else:
+            ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
+        sys_obj, _ = make_system(system, parse_options(option, [system])[system])
+        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"{rep.traced}/{rep.queries} queries traced ({rep.skipped} skipped, "
+                  f"{rep.errors} errors), {rep.stored_memories} memories -> {out}",
+                  highlight=False)
+
+
+@audit_app.command("traces")
+def audit_traces(
+    traces: Annotated[list[Path], typer.Argument(help="Trace files (JSONL or TREC run) or "
+                                                 "folders written by `twist trace`.")],
+    lineage: Annotated[list[Path] | None, typer.Option(
+        help="Lineage JSONL: one for all runs or one per run (default: each folder's).")] = None,
+    gold: Annotated[Path | None, typer.Option(help="Gold JSONL (default: the first folder's).")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write audit.md, audit.json, "
+                                             "per-query scores, contested cases, TREC files.")] = None,
+    metric_variant: Annotated[str, typer.Option(help="standard or longmemeval (nDCG discount).")] = "standard",
+    k: Annotated[int | None, typer.Option("-k", help="Cutoff (default: the traces' k).")] = None,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 3000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 1337,
+    group: Annotated[list[str] | None, typer.Option(
+        help="NAME=run1,run2: a configuration set for design recommendations (repeatable).")] = None,
+    labels: Annotated[list[Path] | None, typer.Option(
+        help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
+) -> None:
+    """Rescore saved traces under Raw, Source and Canonical targets."""
+    from twistbench.audit.core import audit
+    from twistbench.audit.report import render_markdown
+
+    groups = {}
+    for g in group or []:
+        if "=" not in g:
+            _fail_input(InputError("--group", f"{g!r}", expected="NAME=run1,run2"))
+        name, members = g.split("=", 1)
+        groups[name] = [m for m in members.split(",") if m]
+    try:
+        res = audit(traces, lineage=(lineage[0] if lineage and len(lineage) == 1 else lineage),
+                    gold=gold, out_dir=out, metric_variant=metric_variant, n_resamples=resamples,
+                    seed=seed, k=k, groups=groups or None, labels=labels or ())
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(render_markdown(res), markup=False, highlight=False)
+
+
+@audit_app.command("native")
+def audit_native(
+    locomo: Annotated[Path, typer.Option("--locomo", help="Path of locomo10.json.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for runs/ and audit/.")] = Path(
+        "runs/tiap-native"),
+    retriever: Annotated[list[str] | None, typer.Option(
+        help="lexical and/or dense (default both).")] = None,
+    max_facts: Annotated[list[int] | None, typer.Option(
+        help="Parser densities (default 1, 5, 8).")] = None,
+    k: Annotated[int, typer.Option("-k", help="Ranked ids per query.")] = 60,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 3000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 1337,
+    conversation: Annotated[list[str] | None, typer.Option(
+        help="Only these LoCoMo conversations (repeatable).")] = None,
+) -> None:
+    """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
+    from twistbench.audit.native import native_matrix
+    from twistbench.audit.report import render_markdown
+
+    try:
+        res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
+                            max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,
+                            seed=seed, conversations=conversation)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(render_markdown(res.audit), markup=False, highlight=False)
+    console.print(res.recommendation_table(), markup=False, highlight=False)
+
+
+@audit_app.command("labels")
+def audit_labels(
+    cases: Annotated[Path, typer.Argument(help="contested_cases.jsonl written by `twist audit`.")],
+    labels: Annotated[list[Path], typer.Argument(help="Rater CSVs (case_id, rater, label).")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the result as JSON.")] = None,
+) -> None:
+    """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
+    from twistbench.audit.contested import semantic_audit_files
+
+    try:
+        res = semantic_audit_files(cases, labels, out)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(json.dumps(_as_jsonable(res), indent=2), markup=False, highlight=False)
+
+
+def _as_jsonable(obj):  # noqa: ANN001, ANN202
+    from dataclasses import asdict, is_dataclass
+
+    if hasattr(obj, "model_dump"):
+        return obj.model_dump()
+    if is_dataclass(obj):
+        return asdict(obj)
+    return obj
 
 
 @app.command()
