@@ -113,3 +113,19 @@ def test_filter_drops_pairs_and_marks_questions():
     assert [c.id for c in out.update_chains] == ["demo-uc1"]
     assert {q.id: q.excluded for q in out.qa}["demo-qa1"].startswith("twist validate")
     assert out.meta["validation_dropped"]["hard_negative_arcs"] == ["demo-hn1"]
+
+
+def test_similarity_separable_draft_is_listed(tmp_path):
+    # A contradicting draft that nearly copies its evidence turn, in a conversation whose
+    # consistent drafts are far from any turn: a similarity threshold alone separates it.
+    ds = demo_dataset()
+    data = ds.model_dump()
+    for d in data["drafts"]:
+        if d["id"] == "demo-d4":
+            d["text"] = "Priya Natarajan: Go-live moves to April 14 because of the data migration."
+        if d["id"] == "demo-d3":
+            d["text"] = "Priya, here is the agenda for our next meeting."
+    rep = validate_dataset(Dataset.model_validate(data), tmp_path)
+    listed = {f.item_id: f.why for f in rep.flat_solved if f.field == "drafts"}
+    assert "demo-d4" in listed and "exceeds every consistent draft" in listed["demo-d4"]
+    assert "demo-d1" not in listed  # the acme draft is not separable from acme's aligned one

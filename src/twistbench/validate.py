@@ -17,7 +17,8 @@ What "flat RAG solves an item" means, per item:
 - a reversal arc: the probe detects it (its flag matches the arc) and does not false-flag the
   arc's paired hard negative — similarity alone tells the reversal from its look-alike;
 - a contradicting draft: the probe flags it citing a gold evidence turn in its first three ids,
-  and passes every hard-negative draft of the conversation that relies on the same turns.
+  and its nearest-turn cosine is above that of every aligned and hard-negative draft of the
+  conversation, so some similarity threshold flags it while passing all consistent drafts.
 An item the oracle fails is any per-item outcome of the oracle below 1 (an item or a scorer is
 wrong: a bug to fix, not a number to report).
 """
@@ -274,6 +275,7 @@ def flat_solved_items(dataset: Dataset, outcomes: list[ItemOutcome],
         if r.track == b_alignment.KEY and r.ok and r.output is not None:
             verdicts[b_alignment.draft_id_of(r.item_id)] = (
                 bool(r.output["aligned"]), list(r.output.get("evidence") or []))
+    sim = draft_similarity(dataset)
     by_conv = defaultdict(list)
     for d in dataset.drafts:
         by_conv[d.conversation].append(d)
@@ -284,14 +286,32 @@ def flat_solved_items(dataset: Dataset, outcomes: list[ItemOutcome],
         sc = b_alignment.score_item(d, aligned, ev)
         if not (sc["verdict_correct"] and sc["attributed"]):
             continue
-        looks = [h for h in by_conv[d.conversation]
-                 if h.label == "hard_negative" and set(h.evidence) & set(d.evidence)]
-        if any(h.id in verdicts and not verdicts[h.id][0] for h in looks):
-            continue  # the probe also blocks the look-alike drafts
-        out.append(FlaggedItem(field="drafts", item_id=d.id, conversation=d.conversation,
-                               why="similarity probe flags it with the gold evidence" +
-                                   (f" and passes its look-alikes {[h.id for h in looks]}"
-                                    if looks else "")))
+        others = [h for h in by_conv[d.conversation] if h.label != "contradicting"]
+        ceiling = max((sim[h.id] for h in others), default=float("-inf"))
+        if sim[d.id] <= ceiling:
+            continue  # no similarity threshold flags it without flagging a consistent draft
+        out.append(FlaggedItem(
+            field="drafts", item_id=d.id, conversation=d.conversation,
+            why=f"similarity probe flags it with the gold evidence, and its nearest-turn cosine "
+                f"{sim[d.id]:.3f} exceeds every consistent draft's here ({ceiling:.3f})"))
+    return out
+
+
+def draft_similarity(dataset: Dataset) -> dict[str, float]:
+    """Each draft's cosine to its nearest turn of its conversation (the probe's own score:
+    same model, same "Speaker: text" form, so the turn vectors are cache hits)."""
+    from twistbench.retrieval.dense import embed
+    from twistbench.systems.flat_rag import turn_text
+
+    out: dict[str, float] = {}
+    for conv in dataset.conversations:
+        drafts = dataset.items_of(conv.id, "drafts")
+        if not drafts:
+            continue
+        turns = embed([turn_text(e) for e in conv.events])
+        dv = embed([d.text for d in drafts])
+        best = (dv @ turns.T).max(axis=1)
+        out.update({d.id: float(b) for d, b in zip(drafts, best)})
     return out
 
 
