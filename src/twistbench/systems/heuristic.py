@@ -116,7 +116,7 @@ _NEGATIVE = {
 }
 _NEGATORS = {"not", "no", "never", "don't", "dont", "doesn't", "doesnt", "won't", "wont",
              "isn't", "isnt", "aren't", "arent", "wasn't", "can't", "cant", "cannot",
-             "shouldn't", "wouldn't", "hardly", "neither", "nor", "without"}
+             "shouldn't", "wouldn't", "hardly", "neither", "nor"}
 
 _HYPOTHETICAL = re.compile(
     r"\b(if|unless|suppose|supposing|imagine|hypothetically|what[- ]if|in theory|would we|"
@@ -126,7 +126,8 @@ _ACKNOWLEDGED = re.compile(
     r"like (i|we) (said|told you|mentioned)|(i|we) (said|told you) (before|earlier|last)|"
     r"changed (my|our|your) mind|we've since|since then|as discussed|as agreed|"
     r"to follow up on|following up on|update on what (i|we) said|i know you(\'re| are)|"
-    r"i understand (that )?you|you mentioned|you said|you told)\b", re.I)
+    r"i understand (that )?you|you mentioned|you said|you told|since you|i saw|noted that|"
+    r"now that|chang(ed|ing) from|moved from|switched from|as planned)\b", re.I)
 _NOSTALGIA = re.compile(r"\b(miss|missed|used to|back when|remember when|nostalgi\w*|"
                         r"sometimes|old days|those days|never forget|reminisc\w*|"
                         r"sentimental|good times|looking back)\b", re.I)
@@ -385,15 +386,14 @@ _GENERIC = {"get", "gets", "got", "nothing", "everything", "something", "anythin
             "says", "tell", "tells", "told", "team", "people", "now", "today", "week", "month"}
 
 
-def opposed_clauses(old: str, new: str, min_shared: int = 1) -> str | None:
-    """Why `new` contradicts `old`, or None.
+def clause_relation(old: str, new: str, min_shared: int = 1
+                    ) -> tuple[int, float, float, str, str] | None:
+    """The clause pair of `old` and `new` sharing the most content stems (at least
+    `min_shared`): (shared, old clause valence, new clause valence, old clause, new clause).
 
-    Aligns the clause pair sharing the most content stems (at least `min_shared`), then needs
-    opposite clause stances; a new clause in a hypothetical or nostalgic sentence does not
-    count (checked per clause: "If you're wondering, it is final: X" still states X). Only the
-    aligned pair is compared, so a firmness tag ("I don't see that changing")
-    or an aside in another clause cannot flip the verdict."""
-    best: tuple[float, str, str] | None = None
+    Clauses of `new` that are hypothetical ("if", "would") or nostalgic ("I'll never forget")
+    are skipped, checked per clause ("If you're wondering, it is final: X" still states X)."""
+    best: tuple[float, int, str, str] | None = None
     olds = [(c, stems(c)) for c in clauses(old)]
     for sent in split_sentences(new):
         for cn in clauses(sent):
@@ -406,11 +406,21 @@ def opposed_clauses(old: str, new: str, min_shared: int = 1) -> str | None:
                     continue
                 score = shared + shared / len(sn | so)  # ties go to the tighter overlap
                 if best is None or score > best[0]:
-                    best = (score, co, cn)
+                    best = (score, shared, co, cn)
     if best is None:
         return None
-    _, co, cn = best
-    vo, vn = clause_valence(co), clause_valence(cn)
+    _, shared, co, cn = best
+    return shared, clause_valence(co), clause_valence(cn), co, cn
+
+
+def opposed_clauses(old: str, new: str, min_shared: int = 1) -> str | None:
+    """Why `new` contradicts `old`, or None: the aligned clause pair (clause_relation) takes
+    opposite stances. Only that pair is compared, so a firmness tag ("I don't see that
+    changing") or an aside in another clause cannot flip the verdict."""
+    rel = clause_relation(old, new, min_shared)
+    if rel is None:
+        return None
+    _, vo, vn, co, cn = rel
     if vo * vn < 0:
         return f"'{co}' ({vo:+g}) vs '{cn}' ({vn:+g})"
     return None
@@ -782,20 +792,26 @@ class HeuristicSystem(BaseSystem):
             return Verdict(aligned=True)  # a question asserts nothing
         d_stems = stems(asserted) | set(re.findall(r"\d+", asserted))
         # 0. Asserting a value the record says was replaced (unless acknowledged).
+        d_gone = replaced_values(asserted)  # the draft itself marks these as replaced
         if not d_st.acknowledged:
             for t, _ in hits[:10]:
                 for gone in t.replaced_values:
-                    if gone <= d_stems and not t.suppressed:
+                    if gone <= d_stems and not t.suppressed and not any(gone <= g for g in d_gone):
                         return Verdict(aligned=False, conflicts=[Conflict(
                             evidence=[t.event.id],
                             rationale="draft relies on a value the record replaced")])
         # 0b. Clause-aligned opposition to a live statement ("glad the demo happened" vs "the
         # demo got cancelled").
         if not d_st.acknowledged and not d_st.hypothetical:
-            for t, _ in hits[:5]:
-                if t.live and opposed_clauses(t.text, asserted) is not None:
+            rels = [(rel, t) for t, _ in hits[:5] if t.live
+                    for rel in [clause_relation(t.text, asserted)] if rel is not None]
+            if rels:
+                # The statement the draft talks about most closely decides; agreeing wins ties.
+                rel, t = max(rels, key=lambda x: (x[0][0], x[0][1] * x[0][2] >= 0))
+                if rel[1] * rel[2] < 0:
                     return Verdict(aligned=False, conflicts=[Conflict(
-                        evidence=[t.event.id], rationale="draft opposes the record")])
+                        evidence=[t.event.id], rationale="draft opposes the record: "
+                        f"'{rel[3]}' vs '{rel[4]}'")])
         # 1. Restating a belief that was later reversed or superseded (unless acknowledged).
         if not d_st.acknowledged:
             for t, s in hits:
@@ -803,8 +819,11 @@ class HeuristicSystem(BaseSystem):
                 if succ is None:
                     continue
                 # The draft must side with the old statement, not with its successor.
-                agrees_old = (d_st.valence * t.stance.valence > 0
-                              or bool({v for v in d_vals & t.values if v not in succ.values}))
+                old_only = {v for v in d_vals & t.values if v not in succ.values}
+                rel_old = clause_relation(t.text, asserted, min_shared=2)
+                agrees_old = bool(old_only) or (
+                    rel_old is not None and rel_old[1] * rel_old[2] > 0
+                    and opposed_clauses(succ.text, asserted) is not None)
                 if agrees_old and float(m[succ.row] @ dv) <= s + 0.05:
                     return Verdict(aligned=False, conflicts=[Conflict(
                         evidence=[succ.event.id, t.event.id],
