@@ -178,3 +178,27 @@ def test_regex_fallback_is_reported():
     assert s.config()["pii_governor"] == "regex"
     with pytest.raises(ValueError):
         HeuristicSystem(pii_threshold=0.6)
+
+
+@pytest.mark.parametrize("text,crisis", [
+    ("Lately I've had thoughts of not wanting to wake up.", True),
+    ("I feel like a burden to everyone and I'm not sure I want to keep going.", True),
+    ("I keep thinking everyone would be fine if I just disappeared.", True),
+    ("Sometimes I wonder if anyone would even notice if I was gone.", True),
+    ("This quarter has been exhausting, we lost two people on the team.", False),
+    ("Sorry I've been slow to reply; my aunt passed away last week.", False),
+    ("I'm completely overwhelmed between the house move and quarter close.", False),
+    ("We will kill the legacy dashboard and cut the old reports.", False),
+])
+def test_crisis_lexicon(text, crisis):
+    assert bool(H._CRISIS.search(text)) == crisis
+
+
+def test_no_crisis_false_positive_on_locomo(locomo_path):
+    import json
+
+    data = json.loads(locomo_path.read_text())
+    turns = [t["text"] for c in data for k, v in c["conversation"].items()
+             if k.startswith("session_") and isinstance(v, list) for t in v]
+    assert len(turns) > 5000
+    assert [t for t in turns if H._CRISIS.search(t)] == []

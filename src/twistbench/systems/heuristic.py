@@ -161,7 +161,15 @@ _CRISIS = re.compile(
     r"self[- ]harm\w*|hurt(ing)? myself|harm(ing)? myself|cut(ting)? myself|"
     r"(don't|do not) want to (be here|live|exist) any ?more|no reason to (live|go on)|"
     r"better off without me|better off dead|wish i (was|were) dead|want to die|"
-    r"can't keep (going|living)|not worth living|overdose|disappear forever)\b", re.I)
+    r"can't keep (going|living)|not worth living|overdose|disappear forever|"
+    # Passive ideation, as screening instruments phrase it (C-SSRS item 1: "wish you could go
+    # to sleep and not wake up"; burden, disappearing, nobody noticing one is gone).
+    r"(not|never) (wanting|want) to wake up|go to sleep and not wake up|"
+    r"burden (to|on) (everyone|everybody|my family|others)|"
+    r"(not sure|don't know if) i want to (keep going|go on|be here)|"
+    r"if i (just )?(disappeared|was gone|were gone|wasn't here|weren't here)|"
+    r"everyone would be (fine|better( off)?) without me|no point (in )?(living|going on))\b",
+    re.I)
 
 # Regex governor (used when presidio is not installed, and as extra patterns with it).
 _EMAIL = re.compile(r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b")
