@@ -177,8 +177,12 @@ _PHONE = re.compile(r"(?<!\w)(?:\+?\d{1,3}[\s.-]?)?(?:\(\d{3}\)\s?|\d{3}[\s.-])?
                     r"(?!\w)")
 _ADDRESS = re.compile(
     r"\b\d{1,5}\s+(?:[A-Z][a-z]+\s){1,3}(?:Street|St|Avenue|Ave|Road|Rd|Lane|Ln|Boulevard|"
-    r"Blvd|Drive|Dr|Way|Court|Ct|Place|Pl|Terrace|Square|Sq|Parkway|Pkwy|Highway|Hwy)\b\.?"
-    r"(?:,?\s*(?:Apt|Suite|Unit|#)\s*\w+)?")
+    r"Blvd|Drive|Dr|Way|Court|Ct|Place|Pl|Terrace|Square|Sq|Parkway|Pkwy|Highway|Hwy|Close|"
+    r"Crescent|Cres|Row|Trail|Circle|Cir|Alley|Path|Walk|Mews|Gardens|Grove|Hill|Loop|Run|"
+    r"Pike|Plaza|Heights|End|Green|Rise)\b\.?"
+    r"(?:,?\s*(?:Apt|Suite|Unit|#)\s*\w+)?"
+    # The town, state and ZIP that usually follow: "..., Port Avalon, CO 00099".
+    r"(?:,\s*(?:[A-Z][a-z]+\s?){1,3})?(?:,\s*[A-Z]{2}\s+\d{5}(?:-\d{4})?)?")
 _PII_GATE = re.compile(r"[0-9@]")  # every governed entity type contains a digit or an '@'
 
 _PRESIDIO_ENTITIES = ["EMAIL_ADDRESS", "PHONE_NUMBER", "STREET_ADDRESS", "US_SSN",
@@ -708,11 +712,14 @@ class HeuristicSystem(BaseSystem):
 
     # -- queries ------------------------------------------------------------------------------
 
-    def _search(self, query: str, k: int, live_only: bool) -> list[tuple[_Turn, float]]:
+    def _search(self, query: str, k: int, live_only: bool,
+                speakers: set[str] | None = None) -> list[tuple[_Turn, float]]:
         """Hybrid retrieval: dense and BM25 rankings fused by reciprocal rank (k=60), so a
         distinctive word ("promotion", "rough week") is not drowned by the speaker's name.
-        Returns (turn, cosine) in fused order; thresholds stay on the cosine."""
-        pool = [t for t in self.order if (t.live if live_only else not t.suppressed)]
+        With `speakers`, only their turns. Returns (turn, cosine) in fused order; thresholds
+        stay on the cosine."""
+        pool = [t for t in self.order if (t.live if live_only else not t.suppressed)
+                and (not speakers or t.event.speaker in speakers)]
         if not pool:
             return []
         q = embed([query])[0]
@@ -735,7 +742,18 @@ class HeuristicSystem(BaseSystem):
 
     def recall(self, query: str) -> Answer:
         # Social filler ("Happy to help!") states nothing; it must not answer a question.
-        hits = [(t, s) for t, s in self._search(query, self.k + 10, live_only=True)
+        # A question about a named person is answered from that person's own turns.
+        low = query.lower()
+        who = {sp for sp in {t.event.speaker for t in self.order} if sp.lower() in low}
+        topic = query
+        if who:
+            # The person (and their organisation) scopes the search; the rest is the topic,
+            # so "from Tidewater Energy" cannot pull in every turn naming the company.
+            for sp in who:
+                topic = re.sub(re.escape(sp), " ", topic, flags=re.I)
+            topic = re.sub(r"\bfrom\s+(?:[A-Z][\w&.'-]*\s*)+", " ", topic).strip() or query
+        hits = [(t, s) for t, s in self._search(topic, self.k + 10, live_only=True,
+                                               speakers=who or None)
                 if len(content_words(t.text)) >= 2][: self.k]
         if not hits:
             return Answer(text=NO_ANSWER, evidence=[])
