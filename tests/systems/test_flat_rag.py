@@ -57,3 +57,24 @@ def test_reingesting_a_turn_is_idempotent():
     s.ingest(CONV.events[:2])
     s.ingest(CONV.events[:2])
     assert len(s.lineage()) == 2
+
+
+def test_similarity_probe_flags_by_similarity_alone():
+    conv = conversation("p", [
+        (1, 0, "Ana", "We will keep the on-prem connector for the warehouse sync."),
+        (1, 0, "Ben", "We will keep the on-prem connector for the warehouse sync."),
+        (2, 9, "Ana", "We will drop the on-prem connector for the warehouse sync."),
+        (2, 9, "Ana", "My dog Pixel loves the beach."),
+    ])
+    s = FlatRAG(retriever="dense", probe=True)
+    assert s.capabilities.online_tensions and s.capabilities.batch_tensions
+    results = ingest_all(s, conv)
+    (t,) = [t for r in results for t in r.tensions]
+    # Same speaker, earlier session only: Ben's identical turn is not Ana's claim.
+    assert (t.claim_evidence, t.new_evidence) == (["p:e00"], ["p:e02"])
+    assert s.flag_tensions() == [t]
+    v = s.check_alignment("We will drop the on-prem connector for the warehouse sync.")
+    assert not v.aligned and v.conflicts[0].evidence[0] in {"p:e00", "p:e01", "p:e02"}
+    assert s.check_alignment("Quarterly tax filing deadlines for Brazil").aligned
+    assert s.config()["probe"] is True
+    assert not FlatRAG().capabilities.online_tensions  # without the probe: Track A is N/A

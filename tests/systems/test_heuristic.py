@@ -202,3 +202,15 @@ def test_no_crisis_false_positive_on_locomo(locomo_path):
              if k.startswith("session_") and isinstance(v, list) for t in v]
     assert len(turns) > 5000
     assert [t for t in turns if H._CRISIS.search(t)] == []
+
+
+def test_recall_about_a_named_person_uses_their_turns():
+    conv = conversation("o", [
+        (1, 0, "Imani Santos", "Thanks to everyone from Tidewater Energy who joined the webinar."),
+        (1, 1, "Imani Santos", "Between the house move and quarter close I'm completely overwhelmed."),
+        (1, 2, "Jasper", "Tidewater Energy renewal notes are in the folder."),
+    ])
+    s = HeuristicSystem(pii="regex")
+    ingest_all(s, conv)
+    a = s.recall("What has Imani Santos from Tidewater Energy been overwhelmed by?")
+    assert a.evidence == ["o:e01"]
