@@ -78,7 +78,8 @@ def main() -> None:
     wall = statistics.median(walls)
     peak = max(peaks)
     print(f"default run (TWIST-CS, flat-rag + fact-rag + heuristic + oracle, all tracks): "
-          f"median wall {wall:.1f} s (goal <= {GOAL_S:.0f} s: {'met' if wall <= GOAL_S else 'NOT met'}), "
+          f"median wall {wall:.1f} s (goal <= {GOAL_S:.0f} s: "
+          f"{'met' if wall <= GOAL_S else 'NOT met'}), "
           f"peak RSS {peak / 1024**3:.2f} GB (goal <= 1.5 GB: "
           f"{'met' if peak <= GOAL_BYTES else 'NOT met'}), cpus {args.cores or os.cpu_count()}")
     if args.show_profile:

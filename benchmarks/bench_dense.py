@@ -128,7 +128,8 @@ class NumpyMiniLM:
             s /= s.sum(-1, keepdims=True)
             ctx = (s @ v).transpose(0, 2, 1, 3).reshape(b, t, -1)
             x = _ln(x + lin(ctx, "attention.output.dense"),
-                    w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"])
+                    w[p + "attention.output.LayerNorm.weight"],
+                    w[p + "attention.output.LayerNorm.bias"])
             h = _gelu(lin(x, "intermediate.dense"))
             x = _ln(x + lin(h, "output.dense"), w[p + "output.LayerNorm.weight"],
                     w[p + "output.LayerNorm.bias"])

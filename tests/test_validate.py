@@ -6,7 +6,7 @@ import pytest
 
 from twistbench.builtin import demo_dataset
 from twistbench.datasets import load_dataset_key
-from twistbench.model import Dataset, QAItem, ReversalArc, HardNegativeArc
+from twistbench.model import Dataset, QAItem
 from twistbench.validate import (
     FLAT_A_F1_MAX,
     FlaggedItem,

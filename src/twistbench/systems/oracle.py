@@ -130,7 +130,8 @@ class Oracle(BaseSystem):
             if self._last_turn(arc.reversal) in here:
                 t = Tension(id=f"oracle:{arc.id}", claim_evidence=list(arc.anchor),
                             new_evidence=list(arc.reversal),
-                            rationale=f"{arc.speaker} reversed their stance on {arc.topic or 'a topic'}")
+                            rationale=f"{arc.speaker} reversed their stance on "
+                                      f"{arc.topic or 'a topic'}")
                 self.tensions.append(t)
                 out.tensions.append(t)
         for c in self.dataset.items_of(self.conversation_id, "crisis_plants"):
@@ -188,7 +189,7 @@ class Oracle(BaseSystem):
             if chain.family == "coexisting" or len(current) > 1:
                 text = " and ".join(s.value for s in current) + " (both still hold)"
             else:
-                # Newest first, each marked with what it replaced: "Z, changed from Y, changed from X".
+                # Newest first, each marked: "Z, changed from Y, changed from X".
                 text = ", ".join([states[-1].value] + [f"changed from {s.value}"
                                                        for s in reversed(states[:-1])])
             ev = [t for s in states for t in s.turns]
