@@ -99,3 +99,20 @@ def test_oracle_lookup_is_per_conversation_and_refuses_pii_first():
     o.reset("demo-acme")
     a = o.recall("  what is dana's CELL phone number? ")
     assert a.text == REFUSAL and "555" not in a.text and a.evidence == []
+
+
+def test_locomo_answers_follow_the_official_scoring_of_each_category():
+    ds = demo_dataset()
+    data = ds.model_dump()
+    conv = data["conversations"][0]["id"]
+    data["qa"] += [
+        QAItem(id="o3", conversation=conv, question="Would Dana move to Berlin?", category=3,
+               answer="Likely no; she just renewed her lease", evidence=[]).model_dump(),
+        QAItem(id="o5", conversation=conv, question="What did Dana win at the fair?", category=5,
+               answer="a ribbon", evidence=[]).model_dump(),
+    ]
+    o = Oracle()
+    o.receive_gold(Dataset.model_validate(data))
+    o.reset(conv)
+    assert o.recall("Would Dana move to Berlin?").text == "Likely no"
+    assert "not mentioned" in o.recall("What did Dana win at the fair?").text.lower()

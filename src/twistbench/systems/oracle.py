@@ -174,9 +174,14 @@ class Oracle(BaseSystem):
             return Answer(text=text, evidence=[item.turn])
         if kind == "qa":
             item: QAItem
-            if item.answer is None:
+            if item.answer is None or item.category == 5:
                 return Answer(text=NOT_MENTIONED, evidence=[])
-            return Answer(text=str(item.answer), evidence=list(item.evidence))
+            text = str(item.answer)
+            if item.category == 3:
+                # LoCoMo's official scorer keeps an open-domain gold only up to its first ';'
+                # (the rest is the annotator's reasoning); the oracle gives the scored answer.
+                text = text.split(";")[0].strip()
+            return Answer(text=text, evidence=list(item.evidence))
         if kind == "draft":  # a draft text asked as a question: answer with its evidence
             return Answer(text=UNKNOWN, evidence=list(item.evidence))
         return Answer(text=UNKNOWN, evidence=[])
