@@ -116,3 +116,23 @@ def test_locomo_answers_follow_the_official_scoring_of_each_category():
     o.reset(conv)
     assert o.recall("Would Dana move to Berlin?").text == "Likely no"
     assert "not mentioned" in o.recall("What did Dana win at the fair?").text.lower()
+
+
+def test_oracle_flags_each_change_of_a_genuine_chain_for_post_resolution(tmp_path):
+    ds = extended_demo()
+    scores = run_and_score(ds, "oracle", tmp_path)
+    c = scores.tracks["C"]
+    assert c.counts.get("post_resolution_no_tension", 0) == 0
+    assert metric(scores, "C", "post_current_rate") == 1.0
+    assert metric(scores, "C", "post_stale_rate") == 0.0
+    a = scores.tracks["A"]
+    assert metric(scores, "A", "online.precision") == 1.0  # chain flags are not false positives
+    o = Oracle()
+    o.receive_gold(ds)
+    o.reset("demo-acme")
+    for _, evs in ds.conversation("demo-acme").sessions():
+        o.ingest(evs)
+    ids = {t.id for t in o.flag_tensions()}
+    assert {"oracle:demo-uc1:0", "oracle:t-uc2:0", "oracle:t-uc2:1"} <= ids
+    assert not any(i.startswith("oracle:t-uc3") for i in ids)  # coexisting: no change
+    assert a.status == "scored"

@@ -6,6 +6,9 @@ gold item by exact (whitespace- and case-normalised) text within the current con
 
 - Track A: after ingesting the session that holds a reversal arc's last reversal turn, emits a
   Tension(claim=anchor, new=reversal); `flag_tensions` returns all of them (batch mode);
+- Track C: likewise a Tension(claim=superseded state, new=next state) for each change of a
+  genuine update chain (never between coexisting facts): Track A counts these apart, and they
+  are what the post-resolution sub-track resolves;
 - Track B: the gold verdict, citing the gold evidence for contradicting drafts;
 - Track C: current queries and post-resolution queries -> the current value(s); history
   queries -> every state in order, marked ("X, changed from Y");
@@ -132,6 +135,19 @@ class Oracle(BaseSystem):
                             new_evidence=list(arc.reversal),
                             rationale=f"{arc.speaker} reversed their stance on "
                                       f"{arc.topic or 'a topic'}")
+                self.tensions.append(t)
+                out.tensions.append(t)
+        for ch in self.dataset.items_of(self.conversation_id, "update_chains"):
+            ch: UpdateChain
+            if ch.family == "coexisting" or all(st.current for st in ch.states):
+                continue  # coexisting facts are not a change of belief
+            for k in range(len(ch.states) - 1):
+                old, newer = ch.states[k], ch.states[k + 1]
+                if old.current or self._last_turn(newer.turns) not in here:
+                    continue
+                t = Tension(id=f"oracle:{ch.id}:{k}", claim_evidence=list(old.turns),
+                            new_evidence=list(newer.turns),
+                            rationale=f"{ch.speaker}: {ch.subject or 'a fact'} changed")
                 self.tensions.append(t)
                 out.tensions.append(t)
         for c in self.dataset.items_of(self.conversation_id, "crisis_plants"):
