@@ -68,6 +68,22 @@ def test_tensions_flag_reversals_not_look_alikes(ran):
     assert [t.id for t in s.flag_tensions()] == [t.id for _, t in online]
 
 
+def test_explicit_updates_flagged_only_on_request():
+    conv = conversation("u", [
+        (1, 0, "Vik", "Please send the add-on invoices to Priya Navarro."),
+        (1, 1, "Vik", "Our rollout covers 120 seats."),
+        (2, 20, "Vik", "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
+        (2, 21, "Vik", "We are now rolling out to 180 seats."),
+    ])
+    off = HeuristicSystem(pii="regex")
+    assert [t for r in ingest_all(off, conv) for t in r.tensions] == []
+    assert off.turns["u:e00"].retired_by == "u:e02"  # superseded all the same
+    on = HeuristicSystem(pii="regex", flag_supersessions=True)
+    flags = [t for r in ingest_all(on, conv) for t in r.tensions]
+    # Only the explicit update ("instead of") is flagged, not the bare value change.
+    assert [(t.claim_evidence, t.new_evidence) for t in flags] == [(["u:e00"], ["u:e02"])]
+
+
 def test_governance_at_write_time(ran):
     s, results = ran
     audits = [a for r in results for a in r.audit_records]

@@ -483,6 +483,7 @@ class _Turn:
     suppressed: bool = False
     stems: set[str] = field(default_factory=set)
     replaced_values: list[set[str]] = field(default_factory=list)
+    explicit_update: bool = False  # it names what it replaces ("instead of X")
     retired_by: str | None = None  # the turn that superseded or reversed it
     replaced: list[str] = field(default_factory=list)  # turns it superseded
 
@@ -524,7 +525,8 @@ class HeuristicSystem(BaseSystem):
 
     def __init__(self, tension_sim: float = 0.5, supersede_sim: float = 0.6,
                  draft_sim: float = 0.5, match_ratio: float = 0.95, k: int = 10,
-                 pii: str = "auto", pii_threshold: float = 0.4) -> None:
+                 pii: str = "auto", pii_threshold: float = 0.4,
+                 flag_supersessions: bool = False) -> None:
         if pii not in ("auto", "presidio", "regex"):
             raise ValueError("pii must be auto, presidio or regex")
         if not 0 < pii_threshold <= 0.4:
@@ -537,6 +539,7 @@ class HeuristicSystem(BaseSystem):
         self.k = k
         self.pii_mode = pii
         self.pii_threshold = pii_threshold
+        self.flag_supersessions = flag_supersessions
         self._analyzer: Any = None
         if pii in ("auto", "presidio"):
             self._analyzer = load_presidio()
@@ -551,6 +554,7 @@ class HeuristicSystem(BaseSystem):
         return {"tension_sim": self.tension_sim, "supersede_sim": self.supersede_sim,
                 "draft_sim": self.draft_sim, "match_ratio": self.match_ratio, "k": self.k,
                 "pii_governor": governor, "pii_threshold": self.pii_threshold,
+                "flag_supersessions": self.flag_supersessions,
                 "memory": "governed turns (PII redacted, crisis withheld)",
                 "embedding": "all-MiniLM-L6-v2 int8 ONNX"}
 
@@ -634,9 +638,22 @@ class HeuristicSystem(BaseSystem):
         # Tensions compare with what was known before this session.
         result.tensions.extend(self._detect_tensions(new_turns))
         for t in new_turns:
-            self._supersede(t)
+            old = self._supersede(t)
             self.turns[t.event.id] = t
             self.order.append(t)
+            if (old is not None and self.flag_supersessions and t.explicit_update
+                    and old.event.id not in self._claimed):
+                # Off by default. An explicit update ("instead of X") is a tension a human can
+                # resolve (Track C post-resolution), and Track A counts flags on genuine update
+                # chains apart; but on TWIST-CS the same cues also occur in acknowledged
+                # changes, which Track A scores as false flags (measured: A F1 0.51 -> 0.35).
+                self._claimed.add(old.event.id)
+                tid = f"h{len(self.tensions) + 1}"
+                tension = Tension(id=tid, claim_evidence=[old.event.id],
+                                  new_evidence=[t.event.id],
+                                  rationale=f"{t.event.speaker}: value updated")
+                self.tensions[tid] = tension
+                result.tensions.append(tension)
         return result
 
     def _speaker_rows(self, speaker: str, before_session: int | None = None) -> list[_Turn]:
@@ -684,7 +701,7 @@ class HeuristicSystem(BaseSystem):
             old.retired_by = new.event.id
             new.replaced.append(old.event.id)
 
-    def _supersede(self, new: _Turn) -> None:
+    def _supersede(self, new: _Turn) -> _Turn | None:
         """Retire the closest live turn of the same speaker whose value this turn changes: a
         number or date in the same slot, a flipped stance on the same clause, or a value this
         turn names as replaced ("instead of X", "from X to Y", "X fell through")."""
@@ -695,8 +712,10 @@ class HeuristicSystem(BaseSystem):
             olds = [o for o in live if o.event.id != new.event.id and gone <= o.stems
                     and not any(gone <= g for g in o.replaced_values)]
             if olds:
-                self._retire(max(olds, key=lambda o: o.row), new)
-                return
+                old = max(olds, key=lambda o: o.row)
+                self._retire(old, new)
+                new.explicit_update = True
+                return old
         if not new.values and abs(new.stance.valence) < 1:
             return
         if not live:
@@ -714,6 +733,8 @@ class HeuristicSystem(BaseSystem):
                 best = (float(s), o)
         if best is not None:
             self._retire(best[1], new)
+            return best[1]
+        return None
 
     # -- queries ------------------------------------------------------------------------------
 
