@@ -34,7 +34,8 @@ def test_policy_answer_vs_citation(tmp_path):
     p.write_text(json.dumps([
         _entry("locomo_0_qa0", "Where?", "HALLUCINATION", "Lyon", ["D1:1"]),
         # a citation fix restates the answer with commentary: the answer must stay as it was
-        _entry("locomo_0_qa1", "When?", "WRONG_CITATION", "2022 (answer is correct, citation is wrong)",
+        _entry("locomo_0_qa1", "When?", "WRONG_CITATION",
+               "2022 (answer is correct, citation is wrong)",
                ["D1:4", "D1:4"]),
         _entry("locomo_0_qa2", "A different question?", "HALLUCINATION", "Bo", ["D1:3"]),
         _entry("locomo_0_qa9", "Nope?", "HALLUCINATION", "x", []),

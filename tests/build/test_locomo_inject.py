@@ -64,7 +64,9 @@ def test_counts_equal_whitepaper_column(datasets):
         assert c["pii_plants"] == 40 and sum(len(p.probes) for p in d.pii_plants) == 80
         assert c["emotional_negatives"] == 48 and c["crisis_plants"] == crisis
         labels = [x.label for x in d.drafts]
-        assert (labels.count("contradicting"), labels.count("aligned"), labels.count("hard_negative")) == (100, 50, 50)
+        counts = (labels.count("contradicting"), labels.count("aligned"),
+                  labels.count("hard_negative"))
+        assert counts == (100, 50, 50)
         assert c["qa"] == 1986
     assert ds.name == "twist-locomo" and ds.version == KEY_VERSION and dsx.version == CRISIS_VERSION
 
@@ -186,7 +188,8 @@ def test_track_b_drafts(datasets):
             ch = chains[d.meta["chain"]]
             assert d.evidence == ch.current_states[0].turns
             assert any(v.lower() in d.text.lower() for s in ch.superseded_states for v in [s.value])
-    assert fams == {"contradicting": {"stale_assumption", "negated_commitment", "invented_activity"},
+    assert fams == {"contradicting": {"stale_assumption", "negated_commitment",
+                                      "invented_activity"},
                     "aligned": {"consistent"},
                     "hard_negative": {"acknowledges_change", "asks_whether_changed"}}
 
@@ -244,12 +247,14 @@ def test_errata_on_twist_locomo(locomo_path):
 
 def test_derive_voice_from_own_turns():
     t0 = datetime(2023, 1, 1)
-    texts = [("Ann", "Wow, that's great!"), ("Bo", "Hey Annie! How are you?"), ("Ann", "Wow, cool."),
+    texts = [("Ann", "Wow, that's great!"), ("Bo", "Hey Annie! How are you?"),
+             ("Ann", "Wow, cool."),
              ("Bo", "Thanks Annie."), ("Ann", "Yeah, sure!"), ("Bo", "ok")]
     evs = [Event(id=f"D1:{i}", conversation="c", session=1, timestamp=t0, speaker=s, text=t)
            for i, (s, t) in enumerate(texts, 1)]
     conv = Conversation(id="c", speakers=["Ann", "Bo"], events=evs)
-    side = {"observation": {"session_1_observation": {"Ann": [["Ann loves pottery and hiking.", "D1:1"]]}}}
+    obs = {"Ann": [["Ann loves pottery and hiking.", "D1:1"]]}
+    side = {"observation": {"session_1_observation": obs}}
     v = derive_voice(conv, side, "Ann", "Bo")
     assert v.address == "Annie" and v.openers[0] == ("wow", 2)
     assert v.exclaim_rate == pytest.approx(2 / 3)
@@ -278,7 +283,8 @@ def test_no_accidental_contradiction_of_an_arc(datasets):
         idx = conv.event_index()
         other = [s.turns[0] for c in ds.items_of(conv.id, "update_chains") for s in c.states]
         other += [e.turn for e in ds.items_of(conv.id, "emotional_negatives")]
-        other += [t for d in ds.items_of(conv.id, "drafts") if "chain" not in d.meta for t in d.evidence]
+        other += [t for d in ds.items_of(conv.id, "drafts") if "chain" not in d.meta
+                  for t in d.evidence]
         for tid in other:
             toks = set(re.findall(r"[a-z0-9]+", idx[tid].text.lower()))
             assert not (toks & words), (conv.id, tid, toks & words)

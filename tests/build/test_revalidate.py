@@ -27,7 +27,8 @@ def _corpus() -> LocomoCorpus:
         QAItem(id="c:qa4", conversation="c", question="Which cats were mentioned?", answer="Tom",
                category=4, evidence=["D1:5"]),
     ]
-    return LocomoCorpus(conversations=[conv], qa=qa, report=LocomoReport(sha256="x", matches_release=False))
+    report = LocomoReport(sha256="x", matches_release=False)
+    return LocomoCorpus(conversations=[conv], qa=qa, report=report)
 
 
 def _turn(tid, after, speaker, keywords):

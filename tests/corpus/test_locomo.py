@@ -24,7 +24,8 @@ def _sample(**over) -> dict:
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             {"speaker": "Ann", "dia_id": "D1:1", "text": "Hi Bo!"},
-            {"speaker": "Bo", "dia_id": "D1:2", "text": "Look at this", "blip_caption": "a photo of a dog",
+            {"speaker": "Bo", "dia_id": "D1:2", "text": "Look at this",
+             "blip_caption": "a photo of a dog",
              "img_url": ["http://x"], "query": "dog photo"},
         ],
         "session_2_date_time": "9:00 am on 9 May, 2023",
@@ -33,10 +34,12 @@ def _sample(**over) -> dict:
     }
     qa = [
         {"question": "When?", "answer": 2022, "evidence": ["D1:1; D1:2"], "category": 2},
-        {"question": "Who?", "adversarial_answer": "Bo", "evidence": ["D:1:2", "D9:9", "D"], "category": 5},
+        {"question": "Who?", "adversarial_answer": "Bo", "evidence": ["D:1:2", "D9:9", "D"],
+         "category": 5},
         {"question": "who?", "answer": "Ann", "evidence": [], "category": 4},
     ]
-    s = {"sample_id": "conv-x", "conversation": conv, "qa": qa, "observation": {}, "session_summary": {}}
+    s = {"sample_id": "conv-x", "conversation": conv, "qa": qa, "observation": {},
+         "session_summary": {}}
     s.update(over)
     return s
 
@@ -148,7 +151,8 @@ def test_dataset_notes(tmp_path, locomo_path):
     notes = dataset_notes(locomo_dataset(locomo_path, errata="locomo-audit"))
     assert "matches the LoCoMo release" in notes[0]
     assert any("1986 questions, 0 re-validated out" in n for n in notes)
-    assert any(n.startswith("errata locomo-audit@9493fb4: 153 questions changed (99 answers") for n in notes)
+    want = "errata locomo-audit@9493fb4: 153 questions changed (99 answers"
+    assert any(n.startswith(want) for n in notes)
     other = tmp_path / "locomo10.json"
     other.write_bytes(locomo_path.read_bytes() + b" ")
     assert dataset_notes(locomo_dataset(other))[0].startswith("WARNING: locomo10.json sha256")

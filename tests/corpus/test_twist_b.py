@@ -19,7 +19,8 @@ def test_real_key(twist_b_path, locomo_path):
     assert ds.name == "twist-b" and ds.version == "twist-b-v1.0"
     labels = [d.label for d in ds.drafts]
     assert len(labels) == 161
-    assert (labels.count("contradicting"), labels.count("aligned"), labels.count("hard_negative")) == (38, 61, 62)
+    counts = (labels.count("contradicting"), labels.count("aligned"), labels.count("hard_negative"))
+    assert counts == (38, 61, 62)
     assert len(ds.conversations) == 10 and sum(len(c.events) for c in ds.conversations) == 5882
     d = next(d for d in ds.drafts if d.id == "conv-26:v1b1")
     assert d.evidence == ["D19:1"] and d.meta["history_turns"] == 419

@@ -65,7 +65,8 @@ class ErrataReport:
                 "changes": self.changes}
 
     def render(self) -> str:
-        text = (f"errata {self.version}: {self.changed} of {self.entries} entries changed a question "
+        text = (f"errata {self.version}: {self.changed} of {self.entries} entries changed a "
+                f"question "
                 f"({self.answer_changed} answers, {self.evidence_only_changed} evidence only)")
         if self.not_applied:
             text += f"; {len(self.not_applied)} not applied"
@@ -79,7 +80,8 @@ def resolve_errata_path(errata: str | Path, locomo_path: str | Path | None = Non
     if str(errata) == ERRATA_NAME:
         candidates: list[Path] = []
         if locomo_path is not None:
-            candidates.append(Path(locomo_path).resolve().parent.parent / "locomo-audit" / "errors.json")
+            beside = Path(locomo_path).resolve().parent.parent
+            candidates.append(beside / "locomo-audit" / "errors.json")
         candidates.append(Path(__file__).resolve().parents[4] / "shared" / "data" / "locomo-audit"
                           / "errors.json")
         for c in candidates:
@@ -111,11 +113,13 @@ def read_errata(path: str | Path) -> tuple[list[dict[str, Any]], str, str]:
             raise InputError(str(path), "not an object", where=where, expected="an errata entry")
         qid = e.get("question_id")
         if not isinstance(qid, str) or not _QID.match(qid):
-            raise InputError(str(path), f"bad question_id {qid!r}", where=where, field="question_id",
+            raise InputError(str(path), f"bad question_id {qid!r}", where=where,
+                             field="question_id",
                              expected="locomo_<conversation index>_qa<index>")
         if "correct_answer" not in e and "correct_evidence" not in e:
             raise InputError(str(path), "nothing to correct", where=f"{where} ({qid})",
-                             field="correct_answer", expected="correct_answer and/or correct_evidence")
+                             field="correct_answer",
+                             expected="correct_answer and/or correct_evidence")
         ev = e.get("correct_evidence", [])
         if not isinstance(ev, list):
             raise InputError(str(path), "not a list", where=f"{where} ({qid})",

@@ -80,10 +80,13 @@ def default_key_path(include_crisis: bool = False) -> Path:
 # Voice
 
 
+_ADDRESS = re.compile(
+    r"\b(?:Hey|Hi|Hello|Thanks|Thank you|Congrats|Wow|Aw|Oh),?\s+([A-Z][a-z]+)")
 _OPENERS = ("wow", "yeah", "oh", "hey", "haha", "aww", "omg", "totally", "absolutely", "hi",
             "ah", "yep", "yes", "sure", "thanks", "cool", "awesome", "great", "ooh", "so", "well")
-_INTERESTS = ("painting", "pottery", "camping", "hiking", "running", "swimming", "reading", "writing",
-              "cooking", "baking", "photography", "gardening", "music", "guitar", "piano", "dancing",
+_INTERESTS = ("painting", "pottery", "camping", "hiking", "running", "swimming", "reading",
+              "writing", "cooking", "baking", "photography", "gardening", "music", "guitar",
+              "piano", "dancing",
               "yoga", "basketball", "soccer", "football", "video games", "gaming", "volunteering",
               "art", "travel", "fishing", "surfing", "skating", "poetry", "sculpting", "knitting",
               "movies", "meditation", "chess", "climbing", "cycling", "martial arts", "woodworking")
@@ -122,7 +125,8 @@ def derive_voice(conv: Conversation, side: dict[str, Any], speaker: str, partner
     firsts = Counter()
     for t in own:
         m = re.match(r"^([A-Za-z]+)[,!.]", t)
-        if m and m.group(1).lower() in _OPENERS and m.group(1).lower() not in ("hey", "hi", "thanks"):
+        word = m.group(1).lower() if m else ""
+        if word in _OPENERS and word not in ("hey", "hi", "thanks"):
             firsts[m.group(1).lower()] += 1
     openers = sorted(firsts.items(), key=lambda kv: (-kv[1], kv[0]))[:5]
     exclaim = sum("!" in t for t in own) / max(1, len(own))
@@ -130,7 +134,7 @@ def derive_voice(conv: Conversation, side: dict[str, Any], speaker: str, partner
     for e in conv.events:
         if e.speaker != partner:
             continue
-        for m in re.finditer(r"\b(?:Hey|Hi|Hello|Thanks|Thank you|Congrats|Wow|Aw|Oh),?\s+([A-Z][a-z]+)", e.text):
+        for m in _ADDRESS.finditer(e.text):
             tok = m.group(1)
             if tok[:2] == speaker[:2]:
                 names[tok] += 1
@@ -140,7 +144,8 @@ def derive_voice(conv: Conversation, side: dict[str, Any], speaker: str, partner
     for key in sorted(side.get("observation", {}) or {}, key=_session_num):
         obs = (side["observation"][key] or {}).get(speaker, [])
         for entry in obs:
-            text = str(entry[0]).lower() if isinstance(entry, list) and entry else str(entry).lower()
+            raw = entry[0] if isinstance(entry, list) and entry else entry
+            text = str(raw).lower()
             for w in _INTERESTS:
                 if re.search(rf"\b{re.escape(w)}\b", text):
                     found[w] += 1
@@ -148,7 +153,8 @@ def derive_voice(conv: Conversation, side: dict[str, Any], speaker: str, partner
                         sources[w] = str(entry[1])
     interests = [w for w, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))[:3]]
     return Voice(speaker=speaker, address=address, openers=openers, exclaim_rate=exclaim,
-                 interests=interests, interest_sources=[sources[w] for w in interests if w in sources])
+                 interests=interests,
+                 interest_sources=[sources[w] for w in interests if w in sources])
 
 
 def _session_num(key: str) -> int:
@@ -188,7 +194,8 @@ class _ConvPlan:
             self.turns_of[s] = evs
         self.original_sessions = list(self.sessions)
         self.dates: dict[int, datetime] = {s: evs[0].timestamp for s, evs in conv.sessions()}
-        self.date_text: dict[int, str] = {s: evs[0].meta.get("date_text", "") for s, evs in conv.sessions()}
+        self.date_text: dict[int, str] = {
+            s: evs[0].meta.get("date_text", "") for s, evs in conv.sessions()}
         self.forbidden = qa_spans  # session -> slots inside an original QA evidence span
         self.used: Counter[tuple[int, int]] = Counter()
         self.turns: list[_Turn] = []
@@ -200,7 +207,8 @@ class _ConvPlan:
         date = self.dates[last]
         for i in range(k):
             date = (date + timedelta(days=self.rng.randint(8, 26))).replace(
-                hour=self.rng.choice([9, 10, 11, 13, 15, 17, 19, 20]), minute=self.rng.randrange(0, 60, 3))
+                hour=self.rng.choice([9, 10, 11, 13, 15, 17, 19, 20]),
+                minute=self.rng.randrange(0, 60, 3))
             s = last + i + 1
             self.sessions.append(s)
             self.appended.append(s)
@@ -251,7 +259,8 @@ class _ConvPlan:
         forb = self.forbidden.get(session, set())
         cands = [k for k, e in enumerate(evs) if e.speaker != speaker and k not in forb]
         fresh = [k for k in cands if not self.used[(session, k)]]
-        pool = fresh or cands or [k for k in range(len(evs)) if k not in forb] or list(range(len(evs)))
+        pool = (fresh or cands or [k for k in range(len(evs)) if k not in forb]
+                or list(range(len(evs))))
         slot = self.rng.choice(pool)
         self.used[(session, slot)] += 1
         self.turns.append(_Turn(tmp, self.conv.id, session, slot, self.used[(session, slot)],
@@ -289,14 +298,16 @@ class _ConvPlan:
         """Turns in an order where every `after` names an original or earlier-listed turn."""
         out: list[_Turn] = []
         for s in self.sessions:
-            out.extend(sorted((t for t in self.turns if t.session == s), key=lambda t: (t.slot, t.seq)))
+            here = (t for t in self.turns if t.session == s)
+            out.extend(sorted(here, key=lambda t: (t.slot, t.seq)))
         return out
 
 
 def _date_text(d: datetime) -> str:
     """LoCoMo's date style: '1:56 pm on 8 May, 2023'."""
     hour = d.hour % 12 or 12
-    return f"{hour}:{d.minute:02d} {'am' if d.hour < 12 else 'pm'} on {d.day} {d.strftime('%B')}, {d.year}"
+    half = "am" if d.hour < 12 else "pm"
+    return f"{hour}:{d.minute:02d} {half} on {d.day} {d.strftime('%B')}, {d.year}"
 
 
 def _qa_spans(corpus: LocomoCorpus, cid: str) -> dict[int, set[int]]:
@@ -331,9 +342,9 @@ def _per_conv(total: int, n: int, offset: int = 0) -> list[int]:
     return [base + (1 if (i - offset) % n < extra else 0) for i in range(n)]
 
 
-_GENERIC = frozenset("""class course workshop festival show club night group membership project weekend
-tour fair new race contest walk expo patch market rally circle studio apprenticeship car mom aunt
-kitchen roof friend moved overseas""".split())
+_GENERIC = frozenset("""class course workshop festival show club night group membership project
+weekend tour fair new race contest walk expo patch market rally circle studio apprenticeship car
+mom aunt kitchen roof friend moved overseas""".split())
 
 
 def _specific(phrase: str) -> list[str]:
@@ -414,7 +425,10 @@ class _Unique:
                 self.used.add(c)
                 return c
         base = candidates[0]
-        c = base[:-1] + f" ({disambiguate})" + base[-1] if base[-1] in "?!." else f"{base} ({disambiguate})"
+        if base[-1] in "?!.":
+            c = base[:-1] + f" ({disambiguate})" + base[-1]
+        else:
+            c = f"{base} ({disambiguate})"
         n = 2
         while c in self.used:
             c = base + f" [{n}]"
@@ -445,13 +459,16 @@ class BuildReport:
                  f"sha256 {self.locomo_sha256[:12]}…"]
         if self.key_sha256:
             lines.append(f"key sha256 {self.key_sha256}")
-        lines.append(f"injected turns {self.injected_turns}, appended sessions {self.appended_sessions}")
+        lines.append(f"injected turns {self.injected_turns}, "
+                     f"appended sessions {self.appended_sessions}")
         for k, want in self.expected.items():
             got = self.counts.get(k, 0)
-            lines.append(f"  {k:22s} {got:4d}  (§4.3: {want}){'' if got == want else '  MISMATCH'}")
-        lines.append(f"LoCoMo QA: {self.qa_total} before re-validation, {self.qa_total - self.qa_excluded} "
-                     f"after ({self.qa_excluded} excluded: "
-                     + ", ".join(f"{k} {v}" for k, v in sorted(self.exclusion_reasons.items())) + ")")
+            flag = "" if got == want else "  MISMATCH"
+            lines.append(f"  {k:22s} {got:4d}  (§4.3: {want}){flag}")
+        reasons = ", ".join(f"{k} {v}" for k, v in sorted(self.exclusion_reasons.items()))
+        lines.append(f"LoCoMo QA: {self.qa_total} before re-validation, "
+                     f"{self.qa_total - self.qa_excluded} after ({self.qa_excluded} excluded: "
+                     f"{reasons})")
         if self.variety is not None:
             lines.append(self.variety.to_markdown() if hasattr(self.variety, "to_markdown")
                          else str(self.variety))
@@ -555,7 +572,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                 meta={"gap_days": round(plan.gap_days(ss_a, ss_r), 1), "sessions": [ss_a, ss_r],
                       "templates": {"anchor": f"{topic['id']}/anchor{ia}",
                                     "reversal": f"{topic['id']}/neg{ir}/{rev_fid}"}})))
-            variety_rows.append((rid, "reversal", fam, f"{topic['id']}/neg{ir}/{rev_fid}", rev_text))
+            variety_rows.append((rid, "reversal", fam, f"{topic['id']}/neg{ir}/{rev_fid}",
+                                 rev_text))
             # the paired hard negative: same speaker, same topic, another slot value
             hfam = T_ARCS.HN_FAMILIES[hn_counter % 4]
             hn_counter += 1
@@ -576,17 +594,20 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
             keywords[h_anchor] = kw2
             keywords[h_turn] = kw2
             out["hard_negative_arcs"].append((HardNegativeArc, dict(
-                id=nid, conversation=cid, speaker=spk_hn, topic=f"{topic['id']}:{x_hn}", family=hfam,
+                id=nid, conversation=cid, speaker=spk_hn, topic=f"{topic['id']}:{x_hn}",
+                family=hfam,
                 anchor=[h_anchor], turns=[h_turn], paired_reversal=rid,
                 meta={"gap_days": round(plan.gap_days(ha, hh), 1),
                       "templates": {"turn": f"{topic['id']}/{hkind}{ihn}/{hn_fid}"}})))
-            variety_rows.append((nid, "hard_negative", hfam, f"{topic['id']}/{hkind}{ihn}/{hn_fid}", hn_text))
+            variety_rows.append((nid, "hard_negative", hfam,
+                                 f"{topic['id']}/{hkind}{ihn}/{hn_fid}", hn_text))
 
         # --- Track C: update chains
         # Nothing else injected may contradict an arc by accident (a car chain for someone who
         # "will never buy a car", a broken-down car as an emotional turn, a charity 5K draft
         # for someone "never running a race again").
-        block = _kw_stems([w for t in topics for w in (*t["keywords"], *T_ARCS.CLASHES.get(t["id"], ()))])
+        block = _kw_stems([w for t in topics
+                           for w in (*t["keywords"], *T_ARCS.CLASHES.get(t["id"], ()))])
 
         def clash(words: list[str]) -> bool:
             return bool(_kw_stems(words) & block)  # noqa: B023
@@ -651,7 +672,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
             old, new = c["values"][-2], c["values"][-1]
             if kind == "stale" and len(c["values"]) == 3 and rng.random() < 0.5:  # noqa: B023
                 old = c["values"][0]
-            cands = [_fill(t, A=addr[spk], old=old, new=new) for t in subj["drafts"][kind]]  # noqa: B023
+            cands = [_fill(t, A=addr[spk], old=old, new=new)  # noqa: B023
+                     for t in subj["drafts"][kind]]
             rng.shuffle(cands)  # noqa: B023
             text = uniq.pick(cands, f"{spk}'s {subj['id']}")  # noqa: B023
             if kind == "stale":
@@ -674,7 +696,9 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
         for i in range(n_neg):
             spk = conv.speakers[(i + first) % 2]
             x = commits[i]
-            t = plan.add(plan.any_session(0.15), spk, say(spk, _fill(rng.choice(T_CH.COMMIT_TURNS), x=x)))
+            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
+            said = say(spk, _fill(rng.choice(T_CH.COMMIT_TURNS), x=x))
+            t = plan.add(sess, spk, said)
             keywords[t] = _specific(x)
             cands = [_fill(d, A=addr[spk], x=_definite(x)) for d in T_CH.NEGATED_DRAFTS]
             rng.shuffle(cands)
@@ -685,7 +709,9 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
         for i, x in enumerate(_prefer_clean(rng, [x for x in T_CH.EVENTS if not clash([x])], n_inv,
                                                     lambda x: dirty(_specific(x)))):
             spk = conv.speakers[(i + first + 1) % 2]
-            t = plan.add(plan.any_session(0.15), spk, say(spk, _fill(rng.choice(T_CH.NOT_YET_TURNS), x=x)))
+            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
+            said = say(spk, _fill(rng.choice(T_CH.NOT_YET_TURNS), x=x))
+            t = plan.add(sess, spk, said)
             keywords[t] = _specific(x)
             cands = [_fill(d, A=addr[spk], x=x) for d in T_CH.INVENTED_DRAFTS]
             rng.shuffle(cands)
@@ -697,7 +723,9 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
         for i in range(n_al - n_al_chain):
             spk = conv.speakers[(i + first) % 2]
             x = commits[n_neg + i]
-            t = plan.add(plan.any_session(0.15), spk, say(spk, _fill(rng.choice(T_CH.COMMIT_TURNS), x=x)))
+            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
+            said = say(spk, _fill(rng.choice(T_CH.COMMIT_TURNS), x=x))
+            t = plan.add(sess, spk, said)
             keywords[t] = _specific(x)
             cands = [_fill(d, A=addr[spk], x=_definite(x)) for d in T_CH.ALIGNED_COMMIT_DRAFTS]
             rng.shuffle(cands)
@@ -705,10 +733,12 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                                 text=uniq.pick(cands, spk), rationale=f"{spk} committed to {x}",
                                 meta={"template": "commitment/aligned"}), [t]))
         for i in range(n_al_chain):
-            chain_draft(updatable[(n_stale + i) % len(updatable)], "aligned", "aligned", "consistent")
+            chain_draft(updatable[(n_stale + i) % len(updatable)], "aligned", "aligned",
+                        "consistent")
         n_ack = (n_hn + 1) // 2
         for i in range(n_hn):
-            kind, fam = ("ack", "acknowledges_change") if i < n_ack else ("ask", "asks_whether_changed")
+            kind, fam = (("ack", "acknowledges_change") if i < n_ack
+                         else ("ask", "asks_whether_changed"))
             chain_draft(updatable[(i + 1) % len(updatable)], kind, "hard_negative", fam)
         pending_drafts[cid] = [(Draft, dict(d, id=f"{cid}:B{j + 1}", conversation=cid), ev)
                                for j, (d, ev) in enumerate(drafts)]
@@ -728,13 +758,17 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                          f"{rng.choice(T_SAFE.TOWNS)}")
             pii_counter += 1
             slots = dict(first=first_n, last=last_n, role=role, value=value, S=spk)
-            t = plan.add(plan.any_session(0.15), spk, say(spk, rng.choice(T_SAFE.PII_TURNS[kind]).format(**slots)))
+            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
+            said = say(spk, rng.choice(T_SAFE.PII_TURNS[kind]).format(**slots))
+            t = plan.add(sess, spk, said)
             keywords[t] = [first_n.lower(), last_n.lower()]
             pid = f"{cid}:P{k + 1}"
             direct = uniq.pick([q.format(**slots) for q in T_SAFE.PII_PROBES[kind]], cid)
-            indirect = uniq.pick([q.format(**slots) for q in rng.sample(T_SAFE.PII_INDIRECT, 3)], cid)
+            indirect = uniq.pick([q.format(**slots) for q in rng.sample(T_SAFE.PII_INDIRECT, 3)],
+                                 cid)
             out["pii_plants"].append((PIIPlant, dict(
-                id=pid, conversation=cid, kind=kind, value=value, owner=f"{first_n} {last_n}", turn=t,
+                id=pid, conversation=cid, kind=kind, value=value, owner=f"{first_n} {last_n}",
+                turn=t,
                 probes=[{"id": f"{pid}:direct", "kind": "direct", "text": direct},
                         {"id": f"{pid}:indirect", "kind": "indirect", "text": indirect}],
                 meta={"speaker": spk, "role": role})))
@@ -762,7 +796,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
             crng = random.Random(f"{seed}:crisis:{conv.id}")
             plan = plans[conv.id]
             plan.rng = crng
-            for k, (turn_text, phrases) in enumerate(crng.sample(T_CRISIS.CRISIS_TURNS, n_crisis[ci])):
+            picked = crng.sample(T_CRISIS.CRISIS_TURNS, n_crisis[ci])
+            for k, (turn_text, phrases) in enumerate(picked):
                 spk = conv.speakers[k % 2]
                 t = plan.add(plan.any_session(0.0), spk, turn_text, crisis=True)
                 xid = f"{conv.id}:X{k + 1}"
@@ -780,7 +815,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
         plan = plans[conv.id]
         mapping.update(plan.finalize())
         for t in plan.ordered_turns():
-            turns_out.append({"conversation": t.conversation, "id": t.final_id, "session": t.session,
+            turns_out.append({"conversation": t.conversation, "id": t.final_id,
+                              "session": t.session,
                               "after": t.after, "speaker": t.speaker, "text": t.text,
                               "timestamp": t.timestamp, "channel": "chat"})
     for cid, ds in pending_drafts.items():
@@ -793,7 +829,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
         if isinstance(obj, list):
             return [resolve(o) for o in obj]
         if isinstance(obj, dict):
-            return {k: (v if k in ("text", "value", "rationale") else resolve(v)) for k, v in obj.items()}
+            return {k: (v if k in ("text", "value", "rationale") else resolve(v))
+                    for k, v in obj.items()}
         return obj
 
     gold: dict[str, list[dict[str, Any]]] = {}
@@ -819,9 +856,12 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
 
 
 _GREETINGS = [
-    ("Hey {A}! It's been a while, how have you been?", "Hi {A}! Busy but good, lots going on with {i}."),
-    ("{A}! Long time no talk, what's new?", "Hey {A}! So much, where do I start? {I} has kept me busy."),
-    ("Hi {A}, I've missed our chats! How are things?", "Hey {A}! Things are good, been spending a lot of time on {i}."),
+    ("Hey {A}! It's been a while, how have you been?",
+     "Hi {A}! Busy but good, lots going on with {i}."),
+    ("{A}! Long time no talk, what's new?",
+     "Hey {A}! So much, where do I start? {I} has kept me busy."),
+    ("Hi {A}, I've missed our chats! How are things?",
+     "Hey {A}! Things are good, been spending a lot of time on {i}."),
     ("Hey {A}, catching up at last! How's life?", "Hi {A}! Life's full, between work and {i}."),
 ]
 
@@ -962,7 +1002,8 @@ def load_locomo_dataset(locomo_path: str | Path, key_path: str | Path | None = N
           for q in corpus.qa]
     version = str(doc["version"])
     key_sha = digest
-    meta: dict[str, Any] = {"locomo_report": corpus.report.as_dict(), "locomo_sha256": corpus.sha256,
+    meta: dict[str, Any] = {"locomo_report": corpus.report.as_dict(),
+                            "locomo_sha256": corpus.sha256,
                             "qa_excluded": len(excluded), "key_file": str(kp)}
     if errata:
         from twistbench.build.errata import apply_errata, resolve_errata_path

@@ -104,7 +104,8 @@ def _span_reason(evidence: list[str], pos: dict[str, tuple[int, int]],
     return None
 
 
-def _subject_reason(q: Any, speakers: list[str], kw: list[tuple[dict[str, Any], set[str]]]) -> str | None:
+def _subject_reason(q: Any, speakers: list[str],
+                    kw: list[tuple[dict[str, Any], set[str]]]) -> str | None:
     about = _about(q.question, speakers)
     words = _stems(q.question) | _stems(q.answer or "") | _stems(q.adversarial_answer or "")
     for t, keys in kw:

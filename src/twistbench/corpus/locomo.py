@@ -39,7 +39,8 @@ from twistbench.model import Conversation, Dataset, Event, QAItem
 LOCOMO_RELEASE_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
 DATE_FORMAT = "%I:%M %p on %d %B, %Y"
 TURN_ID_RE = re.compile(r"^D(\d+):(\d+)$")
-CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
+                  5: "adversarial"}
 IMAGE_MARK = " [shares an image: {caption}]"
 _SESSION_KEY = re.compile(r"^session_(\d+)$")
 _DATE_KEY = re.compile(r"^session_(\d+)_date_time$")
@@ -97,11 +98,13 @@ class LocomoReport:
                else f"(DIFFERS from the LoCoMo release {LOCOMO_RELEASE_SHA256[:12]}…)"),
             f"{self.conversations} conversations, {self.sessions} sessions, {self.turns} turns "
             f"({self.image_turns} with an image caption), {self.qa} QA "
-            + "(" + ", ".join(f"{CATEGORY_NAMES[c]} {n}" for c, n in sorted(self.qa_by_category.items()))
+            + "(" + ", ".join(f"{CATEGORY_NAMES[c]} {n}"
+                              for c, n in sorted(self.qa_by_category.items()))
             + ")",
         ]
         if self.defects:
-            lines.append("handled defects: " + ", ".join(f"{k} {n}" for k, n in self.defect_counts().items()))
+            lines.append("handled defects: "
+                         + ", ".join(f"{k} {n}" for k, n in self.defect_counts().items()))
         return "\n".join(lines)
 
 
@@ -214,7 +217,8 @@ def load_locomo(path: str | Path) -> LocomoCorpus:
         conv, sessions = _conversation(path, cid, ci, sample["conversation"], report)
         convs.append(conv)
         report.sessions += sessions
-        side[cid] = {k: sample.get(k, {}) for k in ("observation", "session_summary", "event_summary")}
+        side[cid] = {k: sample.get(k, {})
+                     for k in ("observation", "session_summary", "event_summary")}
         known = set(conv.event_index())
         seen_q: dict[str, int] = {}
         for qi, q in enumerate(sample["qa"]):
@@ -271,7 +275,8 @@ def _conversation(path: Path, cid: str, ci: int, raw: Any, report: LocomoReport
                 tid = str(turn["dia_id"])
                 speaker = str(turn["speaker"])
             except (KeyError, TypeError) as exc:
-                raise InputError(str(path), "turn lacks dia_id or speaker", where=f"{cid} session_{n}[{ti}]",
+                raise InputError(str(path), "turn lacks dia_id or speaker",
+                                 where=f"{cid} session_{n}[{ti}]",
                                  expected="dia_id, speaker, text") from exc
             meta: dict[str, Any] = {"date_text": str(date_text)}
             for k in ("blip_caption", "img_url", "query", "re-download"):
@@ -281,7 +286,8 @@ def _conversation(path: Path, cid: str, ci: int, raw: Any, report: LocomoReport
                                 timestamp=turn_timestamp(base, ti), speaker=speaker, channel="chat",
                                 text=turn_text(turn), meta=meta))
     conv = Conversation(id=cid, speakers=speakers, events=events,
-                        meta={"source": "locomo10", "session_dates": {str(k): v for k, v in dates.items()}})
+                        meta={"source": "locomo10",
+                              "session_dates": {str(k): v for k, v in dates.items()}})
     return conv, used
 
 
@@ -298,7 +304,8 @@ def _qa_item(path: Path, cid: str, ci: int, qi: int, q: Any, known: set[str],
     answer = q.get("answer")
     if answer is None:
         if cat != 5:
-            report.defects.append(Defect("missing_answer", cid, where, f"category {cat} without answer"))
+            report.defects.append(Defect("missing_answer", cid, where,
+                                         f"category {cat} without answer"))
         else:
             report.defects.append(Defect("category5_without_answer", cid, where,
                                          "only adversarial_answer is present"))
@@ -370,5 +377,6 @@ def dataset_notes(dataset: Dataset) -> list[str]:
     err = dataset.meta.get("errata")
     if err:
         lines.append(f"errata {err['version']}: {err['changed']} questions changed "
-                     f"({err['answer_changed']} answers, {err['evidence_only_changed']} evidence only)")
+                     f"({err['answer_changed']} answers, "
+                     f"{err['evidence_only_changed']} evidence only)")
     return lines
