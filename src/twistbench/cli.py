@@ -101,7 +101,12 @@ def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: 
             name = "demo"
     source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
               "include_crisis": crisis}
-    return load_dataset(name, opts), source
+    ds = load_dataset(name, opts)
+    from twistbench.corpus.locomo import dataset_notes
+
+    for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
+        err.print(f"note: {line}", highlight=False, markup=False)
+    return ds, source
 
 
 @app.command()
@@ -357,6 +362,30 @@ def build_cs(
     if not rep.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording "
                   "(bag-of-words accuracy above the limit); try another seed or more templates")
+        raise typer.Exit(1)
+
+
+@build_app.command("locomo")
+def build_locomo(
+    locomo: Annotated[Path, typer.Option("--locomo", help="Path of locomo10.json (the release "
+                                         "file; its sha256 is recorded in the key).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Key file to write (its .sha256 "
+                                      "goes beside it).")] = Path("twist-locomo.json"),
+    seed: Annotated[int | None, typer.Option(help="Generator seed; default: the v1 seed.")] = None,
+    include_crisis: CrisisOpt = False,
+) -> None:
+    """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
+    from twistbench.build.locomo_inject import DEFAULT_SEED, write_locomo_key
+
+    try:
+        digest, rep = write_locomo_key(out, locomo, seed=DEFAULT_SEED if seed is None else seed,
+                                       include_crisis=include_crisis)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(rep.render(), markup=False, highlight=False)
+    console.print(f"key -> {out}  sha256 {digest}", highlight=False)
+    if rep.variety is not None and not rep.variety.passes:
+        err.print("[bold red]variety gate failed:[/] the items leak their label through wording")
         raise typer.Exit(1)
 
 
