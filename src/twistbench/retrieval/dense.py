@@ -96,7 +96,7 @@ def _run(texts: list[str]) -> np.ndarray:
     return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
 
 
-def embed(texts: list[str], batch_size: int = 64, cache: bool = True) -> np.ndarray:
+def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndarray:
     """Unit-length float32 embeddings, shape (len(texts), 384).
 
     Texts are embedded in batches sorted by length (less padding); results come back in input
@@ -132,7 +132,7 @@ def clear_cache() -> None:
 class DenseRetriever:
     name = "dense"
 
-    def __init__(self, batch_size: int = 64, query_chunk: int = 256) -> None:
+    def __init__(self, batch_size: int = 16, query_chunk: int = 256) -> None:
         self.batch_size = batch_size
         self.query_chunk = query_chunk  # queries scored per matrix product (bounds memory)
         self._docs = _DocStore()

@@ -13,6 +13,7 @@ conflict detection: no tensions, and every draft is aligned (no mechanism to jud
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +22,11 @@ from twistbench.model import Answer, Event, IngestResult, LineageRecord, ScoredM
 from twistbench.retrieval import Retriever, make_retriever
 from twistbench.retrieval.parser import Fact, extract_facts
 from twistbench.systems.flat_rag import NO_ANSWER, check_retriever
+
+
+def fact_body(text: str) -> str:
+    """A parser fact without its "On 8 May 2023, " date prefix."""
+    return re.sub(r"^On \d{1,2} [A-Z][a-z]+ \d{4}, ", "", text)
 
 
 class FactRAG(BaseSystem):
@@ -60,7 +66,9 @@ class FactRAG(BaseSystem):
                     self.order[f.id] = len(self.facts)
                     self.facts[f.id] = f
                     new.append(f)
-        self.index.add([f.id for f in new], [f.text for f in new])
+        # The date is metadata (it is in the answer text); embedding it would make every fact
+        # of one day look alike and costs tokens.
+        self.index.add([f.id for f in new], [fact_body(f.text) for f in new])
         return IngestResult()
 
     def matching(self, query: str) -> list[tuple[Fact, float]]:
