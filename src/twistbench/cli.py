@@ -38,7 +38,8 @@ audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         "targets. `twist audit TRACES...`, `twist audit native`, `twist audit labels`.")
 app.add_typer(audit_app, name="audit")
 console = Console()
-err = Console(stderr=True)
+# soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
+err = Console(stderr=True, soft_wrap=True)
 
 DEFAULT_SYSTEMS = ["flat-rag", "fact-rag", "heuristic", "oracle"]
 

@@ -170,7 +170,7 @@ def test_input_errors(tmp_path: Path) -> None:
         audit_runs([(run, lin)], gold, groups={"g": ["run", "nope"]})
     with pytest.raises(InputError, match="no trace files"):
         audit([], tmp_path / "l", tmp_path / "g")
-    with pytest.raises(InputError, match="cannot read"):
+    with pytest.raises(InputError, match="no such trace file"):
         audit([tmp_path / "absent.jsonl"], tmp_path / "l.jsonl", tmp_path / "g.jsonl")
 
 

@@ -336,8 +336,11 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
             trace_files.append(p / "traces.jsonl")
             folder_lineages.append(p / "lineage.jsonl")
             folder_golds.append(p / "gold.jsonl")
-        else:
+        elif p.is_file():
             trace_files.append(p)
+        else:
+            raise InputError(str(p), "no such trace file or folder",
+                             expected="a trace file (JSONL or TREC run) or a `twist trace` folder")
     if lineage is None:
         if len(folder_lineages) != len(trace_files):
             raise InputError(str(trace_files[0]), "no lineage given for a trace file",
