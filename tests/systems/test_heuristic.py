@@ -230,3 +230,11 @@ def test_recall_about_a_named_person_uses_their_turns():
     ingest_all(s, conv)
     a = s.recall("What has Imani Santos from Tidewater Energy been overwhelmed by?")
     assert a.evidence == ["o:e01"]
+
+
+def test_tension_min_shared_controls_clause_alignment():
+    # Both CS reversals align on two shared stems ("price"/"renew", "on-prem"/"connector").
+    s2 = HeuristicSystem(pii="regex", tension_min_shared=2)
+    assert len([t for r in ingest_all(s2, CS) for t in r.tensions]) == 2
+    s3 = HeuristicSystem(pii="regex", tension_min_shared=3)
+    assert [t for r in ingest_all(s3, CS) for t in r.tensions] == []

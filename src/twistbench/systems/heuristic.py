@@ -526,7 +526,7 @@ class HeuristicSystem(BaseSystem):
     def __init__(self, tension_sim: float = 0.5, supersede_sim: float = 0.6,
                  draft_sim: float = 0.5, match_ratio: float = 0.95, k: int = 10,
                  pii: str = "auto", pii_threshold: float = 0.4,
-                 flag_supersessions: bool = False) -> None:
+                 flag_supersessions: bool = False, tension_min_shared: int = 1) -> None:
         if pii not in ("auto", "presidio", "regex"):
             raise ValueError("pii must be auto, presidio or regex")
         if not 0 < pii_threshold <= 0.4:
@@ -540,6 +540,7 @@ class HeuristicSystem(BaseSystem):
         self.pii_mode = pii
         self.pii_threshold = pii_threshold
         self.flag_supersessions = flag_supersessions
+        self.tension_min_shared = tension_min_shared
         self._analyzer: Any = None
         if pii in ("auto", "presidio"):
             self._analyzer = load_presidio()
@@ -555,6 +556,7 @@ class HeuristicSystem(BaseSystem):
                 "draft_sim": self.draft_sim, "match_ratio": self.match_ratio, "k": self.k,
                 "pii_governor": governor, "pii_threshold": self.pii_threshold,
                 "flag_supersessions": self.flag_supersessions,
+                "tension_min_shared": self.tension_min_shared,
                 "memory": "governed turns (PII redacted, crisis withheld)",
                 "embedding": "all-MiniLM-L6-v2 int8 ONNX"}
 
@@ -678,7 +680,7 @@ class HeuristicSystem(BaseSystem):
             for o, sim in zip(olds, sims):
                 if sim < self.tension_sim:
                     continue
-                pair = opposed_clauses(o.text, new.text)
+                pair = opposed_clauses(o.text, new.text, self.tension_min_shared)
                 if pair is not None:
                     cands.append((float(sim), o, new, pair))
         out: list[Tension] = []
