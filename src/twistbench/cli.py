@@ -41,7 +41,6 @@ console = Console()
 # soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
 err = Console(stderr=True, soft_wrap=True)
 
-DEFAULT_SYSTEMS = ["flat-rag", "fact-rag", "heuristic", "oracle"]
 
 SystemOpt = Annotated[list[str] | None, typer.Option(
     "--system", "-s", help="A built-in system name (see `twist list`) or module:Class. "
@@ -136,11 +135,11 @@ def run(
 ) -> None:
     """Run systems through the TWIST tracks and print the profile."""
     from twistbench.runs.runner import RunSettings, run_system
-    from twistbench.systems import make_system
+    from twistbench.systems import DEFAULT_SYSTEMS, make_system
 
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
-        systems = system or DEFAULT_SYSTEMS
+        systems = system or list(DEFAULT_SYSTEMS)
         per = parse_options(option, systems)
         settings = RunSettings(tracks=track, timeout_s=timeout, ingest_timeout_s=ingest_timeout,
                                seed=seed, force_new=force_new, conversations=conversation,
@@ -387,6 +386,35 @@ def build_locomo(
     console.print(f"key -> {out}  sha256 {digest}", highlight=False)
     if rep.variety is not None and not rep.variety.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording")
+        raise typer.Exit(1)
+
+
+@app.command()
+def validate(
+    dataset: Annotated[str, typer.Argument(help="Dataset name or key file to audit.")],
+    locomo: LocomoOpt = None,
+    errata: ErrataOpt = None,
+    include_crisis: CrisisOpt = False,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the reference runs, "
+                                      "validation.md and validation.json.")] = Path("runs/validate"),
+    write_filtered: Annotated[Path | None, typer.Option(
+        help="Write a key without the items flat RAG solves or the oracle fails.")] = None,
+    with_heuristic: Annotated[bool, typer.Option(
+        help="Also run the heuristic system and report its separation.")] = False,
+    progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+) -> None:
+    """Separability audit (whitepaper §6.3): flat-rag, fact-rag and oracle on every item."""
+    from twistbench.validate import render_markdown, validate_dataset
+
+    try:
+        ds, source = _dataset(dataset, locomo, errata, include_crisis)
+        rep = validate_dataset(ds, out, write_filtered=write_filtered,
+                               include_heuristic=with_heuristic, progress=progress,
+                               dataset_source=source)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(render_markdown(rep), markup=False, highlight=False)
+    if not rep.passed:
         raise typer.Exit(1)
 
 
