@@ -37,7 +37,7 @@ audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         help="TIAP: rescore saved retrieval traces under Raw / Source / Canonical "
                         "targets. `twist audit TRACES...`, `twist audit native`, `twist audit labels`.")
 app.add_typer(audit_app, name="audit")
-console = Console()
+console = Console(soft_wrap=True)  # Markdown tables printed as-is, never re-wrapped
 # soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
 err = Console(stderr=True, soft_wrap=True)
 

@@ -85,9 +85,9 @@ _POSITIVE = {
     "required": 1, "requirement": 1, "requirements": 1, "mandatory": 2, "must": 1,
     "necessary": 1, "need": 1, "needs": 1, "needed": 1, "critical": 1, "priority": 1,
     "depends on": 1, "fixed": 1, "locked": 1, "locked in": 1, "confirmed": 1, "include": 1,
-    "includes": 1, "success": 1, "working brilliantly": 2, "works": 1, "fine": 0.5,
+    "includes": 1, "success": 1, "works": 1, "fine": 0.5,
     "formality": 1, "all-in": 2, "all in": 2, "count on": 1, "never had": 1, "good": 1,
-    "owner": 0.5, "own": 0.5, "owns": 0.5, "next in line": 1, "building": 0.5, "for us": 0.5,
+    "owner": 0.5, "own": 0.5, "owns": 0.5, "building": 0.5, "for us": 0.5,
     "completed": 1, "went well": 2, "signed off on": 2, "count me in": 2, "booked": 1,
     "still need": 2, "glad": 1, "great to see": 1, "see": 0.5,
 }
@@ -110,9 +110,9 @@ _NEGATIVE = {
     "is out": 2, "are out": 2, "out of": 1, "off the table": 2, "fallen apart": 2,
     "falling apart": 2, "stopped": 1, "push": 1, "pushing": 1, "pushed": 1, "slip": 1,
     "slipping": 1, "slipped": 1, "delay": 1, "delayed": 1, "postpone": 1, "postponed": 1,
-    "blocker": 2, "won't pass": 2, "trial with": 1, "no data": 1, "cancelled": 2,
-    "canceled": 2, "blocked": 2, "never made it": 2, "fell through": 2, "gaps": 1,
-    "decommission your": 2, "can't make": 2, "cannot make": 2, "pulled": 1,
+    "blocker": 2, "won't pass": 2, "cancelled": 2,
+    "canceled": 2, "blocked": 2, "fell through": 2, "gaps": 1,
+    "can't make": 2, "cannot make": 2, "pulled": 1,
 }
 _NEGATORS = {"not", "no", "never", "don't", "dont", "doesn't", "doesnt", "won't", "wont",
              "isn't", "isnt", "aren't", "arent", "wasn't", "can't", "cant", "cannot",
@@ -120,7 +120,7 @@ _NEGATORS = {"not", "no", "never", "don't", "dont", "doesn't", "doesnt", "won't"
 
 _HYPOTHETICAL = re.compile(
     r"\b(if|unless|suppose|supposing|imagine|hypothetically|what[- ]if|in theory|would we|"
-    r"could we|were to|in case|gamed it out|scenario)\b", re.I)
+    r"could we|were to|in case|scenario)\b", re.I)
 _ACKNOWLEDGED = re.compile(
     r"\b(i know (i|we|you) (said|told|mentioned)|as (i|we|you) (said|mentioned)|"
     r"like (i|we) (said|told you|mentioned)|(i|we) (said|told you) (before|earlier|last)|"
@@ -135,8 +135,8 @@ _NOSTALGIA = re.compile(r"\b(miss|missed|used to|back when|remember when|nostalg
 _CONDITIONAL = re.compile(r"\b(would|wouldn't|could|might)\b|\w['’]d\b", re.I)
 _SELF_REVISION = re.compile(
     r"\b(change of (mind|heart)|chang(e|ed|ing) (my|our) minds?|walk(ing|ed)? back|"
-    r"correction to|correcting what|owe you a correction|revision to|revising (my|our)|"
-    r"i('ve| have) reconsidered|we('ve| have) reconsidered|i was firm|"
+    r"correction to|correcting what|revision to|revising (my|our)|"
+    r"i('ve| have) reconsidered|we('ve| have) reconsidered|"
     r"(my|our) earlier (comment|answer|message|position|note|email|view)|"
     r"what (i|we) (told|said) (you )?(before|earlier|back|last)|i know (i|we) (said|told)|"
     r"new position|taking back|take back what)\b", re.I)
