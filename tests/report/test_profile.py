@@ -162,3 +162,21 @@ def test_plot_profile_writes_an_image(two_runs, tmp_path):
     out = plot_profile(prof, tmp_path / "profile.png")
     data = out.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
+
+
+def test_console_table_shows_pairs_with_counts_and_leaves_out_all_na_columns(two_runs):
+    from rich.console import Console
+
+    from twistbench.report.render import console_table, render_compact_pair
+
+    rep = report_runs([two_runs / "kw", two_runs / "kw-C"])
+    console = Console(width=200, record=True)
+    console.print(console_table(rep.profiles[0]))
+    text = console.export_text()
+    assert "D" not in [c.header.split("\n")[0] for c in console_table(rep.profiles[0]).columns]
+    c_pair = rep.profiles[0].rows[0].cells["C"].pair
+    assert render_compact_pair(c_pair).splitlines()[0] in text
+    assert f"{int(c_pair.primary.k)}/{c_pair.primary.n}" in text
+    assert "N/A" in text  # the C-only run has no B
+    with pytest.raises(TypeError):
+        render_compact_pair(c_pair.primary)

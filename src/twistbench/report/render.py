@@ -127,3 +127,62 @@ def profile_json(profile: Profile) -> dict[str, Any]:
 
 def render_json(profile: Profile) -> str:
     return json.dumps(profile_json(profile), indent=2, sort_keys=True) + "\n"
+
+
+def _compact_counts(m: Metric) -> str:
+    """The count part of a metric, short: '3/4', 'TP 20 FP 19 FN 20', 'pos 29/60 neg 55/60'."""
+    if m.value is None:
+        return "n=0"
+    c = m.counts
+    if {"tp", "fp", "fn"} <= set(c):
+        return f"TP {int(c['tp'])} FP {int(c['fp'])} FN {int(c['fn'])}"
+    if {"tp", "n_pos", "tn", "n_neg"} <= set(c):
+        return f"pos {int(c['tp'])}/{int(c['n_pos'])} neg {int(c['tn'])}/{int(c['n_neg'])}"
+    k = str(int(m.k)) if float(m.k).is_integer() else f"{m.k:.1f}"
+    return f"{k}/{m.n}"
+
+
+def render_compact_pair(pair: PairedMetric, digits: int = 2) -> str:
+    """'0.51 / 0.05' with the counts of each beneath: the terminal form of a headline cell.
+    Only a PairedMetric is accepted, as in render_pair."""
+    if not isinstance(pair, PairedMetric):
+        raise TypeError(f"a headline cell needs a PairedMetric, got {type(pair).__name__}")
+
+    def value(m: Metric) -> str:
+        return "none" if m.value is None else f"{m.value:.{digits}f}"
+
+    return (f"{value(pair.primary)} / {value(pair.partner)}\n"
+            f"{_compact_counts(pair.primary)}\n{_compact_counts(pair.partner)}")
+
+
+def console_table(profile: Profile) -> Any:
+    """The profile as a rich Table that fits a terminal: value / partner with the counts of
+    each, and each cell's errors. Columns N/A for every system are left out (their reasons are
+    printed below the table). Intervals and every other metric: report.md / report.json."""
+    from rich.table import Table
+
+    def scored(cell: Cell | None) -> bool:
+        return cell is not None and cell.status == "scored" and cell.pair is not None
+
+    cols = [c for c in COLUMNS if c.key in profile.columns
+            and any(scored(r.cells.get(c.key)) for r in profile.rows)]
+    table = Table(title=f"TWIST profile — {profile.dataset} ({profile.dataset_version})",
+                  caption=f"key sha256 {profile.key_sha256[:16]}… · each cell: metric / partner, "
+                  "then the counts of each · intervals in report.md", show_lines=True)
+    table.add_column("system", no_wrap=True)
+    for c in cols:
+        table.add_column(f"{c.title}\n{c.label}", justify="center")
+    for row in profile.rows:
+        cells = []
+        for c in cols:
+            cell = row.cells.get(c.key)
+            if not scored(cell):
+                cells.append("[dim]N/A[/]")
+                continue
+            text = render_compact_pair(cell.pair)
+            if cell.errors or cell.missing:
+                text += f"\n[bold red]{cell.errors} errors[/]" + (
+                    f", {cell.missing} missing" if cell.missing else "")
+            cells.append(text)
+        table.add_row(row.system, *cells)
+    return table

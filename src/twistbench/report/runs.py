@@ -101,11 +101,22 @@ class RunsReport:
     summary: str = ""
 
     def print(self, console: Any, details: bool = False) -> None:
-        """Print the profile through rich (tables render as tables); details=True prints every
-        metric as well."""
+        """Print the profile: a compact table per key and why each N/A cell is N/A;
+        details=True prints the whole Markdown report (every metric, with intervals)."""
         from rich.markdown import Markdown
 
-        console.print(Markdown(self.markdown if details or not self.summary else self.summary))
+        from twistbench.report.render import console_table
+
+        if details:
+            console.print(Markdown(self.markdown))
+            return
+        for profile in self.profiles:
+            console.print(console_table(profile))
+            for row in profile.rows:
+                for col, cell in row.cells.items():
+                    if cell.status == "n/a" and cell.reason:
+                        console.print(f"  [dim]{row.system} · {col}: N/A — {cell.reason}[/]",
+                                      highlight=False)
 
 
 def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:
