@@ -177,3 +177,26 @@ def test_trace_then_audit_from_the_command_line(tmp_path):
     assert "Raw" in r.stdout and "Canonical" in r.stdout
     bad = twist("audit", str(tmp_path / "nothing-here.jsonl"))
     assert bad.returncode == 2 and "nothing-here.jsonl" in bad.stderr
+
+
+def test_every_command_option_and_argument_has_help_text():
+    import click
+    import typer.main
+
+    from twistbench.cli import app
+
+    missing = []
+
+    def walk(cmd, path):
+        if isinstance(cmd, click.Group):
+            for name, sub in cmd.commands.items():
+                walk(sub, [*path, name])
+            return
+        if not cmd.help:
+            missing.append(" ".join(path))
+        for p in cmd.params:
+            if not getattr(p, "help", None):
+                missing.append(f"{' '.join(path)} {p.name}")
+
+    walk(typer.main.get_command(app), ["twist"])
+    assert not missing, missing
