@@ -141,3 +141,41 @@ def test_secret_options_never_reach_the_folder(tmp_path, monkeypatch):
     for f in (tmp_path / "run").iterdir():
         text = f.read_text()
         assert "sk-very-secret-42" not in text and "tok-abcdef-987" not in text
+
+
+class StatefulTrack(RecallTrack):
+    """One task per conversation that resolves something (state) and records what it did."""
+
+    def tasks(self, dataset, conversation_id, caps):
+        def run(g, st):
+            g.resolve(f"r-{conversation_id}")
+            return {"resolved": f"r-{conversation_id}"}
+
+        def replay(g, st, output):
+            g.resolve(output["resolved"])
+
+        resolve = Task(item_id=f"T:{conversation_id}:resolve", track="T", kind="resolve",
+                       conversation=conversation_id, phase=PHASE_QUERY, request={"resolve": 1},
+                       run=run, replay=replay)
+        return [resolve, *super().tasks(dataset, conversation_id, caps)]
+
+
+def test_a_resumed_conversation_restores_state_changes_of_finished_tasks(tmp_path, monkeypatch):
+    tracks = {"T": StatefulTrack()}
+    run_system(demo_dataset(), KeywordToy(), tmp_path / "run", settings=QUIET, tracks=tracks)
+    full = lines(tmp_path)
+    n_ingest = sum(1 for r in full if r["track"] == "ingest" and r["conversation"] == "demo-acme")
+    keep = full[:n_ingest + 2]  # ingest, the resolve task and one query of the first conversation
+    assert keep[-2]["kind"] == "resolve"
+    (tmp_path / "run" / "items.jsonl").write_text("".join(json.dumps(r) + "\n" for r in keep))
+    log = tmp_path / "calls.jsonl"
+    monkeypatch.setenv("TOY_LOG", str(log))
+    run_system(demo_dataset(), KeywordToy(), tmp_path / "run", settings=QUIET, tracks=tracks)
+    calls = [json.loads(x) for x in log.read_text().splitlines()]
+    # the finished resolve was re-applied from its saved output before the remaining queries
+    acme = calls[:next(i for i, c in enumerate(calls) if c["call"] == "reset" and i > 0)]
+    assert [c for c in acme if c["call"] == "resolve"] == [{"call": "resolve", "arg": "r-demo-acme"}]
+    first_query = next(i for i, c in enumerate(acme) if c["call"] in ("recall", "check_alignment"))
+    assert acme.index({"call": "resolve", "arg": "r-demo-acme"}) < first_query
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "latency_s"} for r in rs]  # noqa: E731
+    assert strip(lines(tmp_path)) == strip(full)

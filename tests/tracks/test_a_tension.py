@@ -224,3 +224,16 @@ def test_a_flag_on_a_genuine_update_chain_is_neutral_but_on_coexisting_facts_is_
     # a flag that also matches an arc is a true positive, not a supersession flag
     s = score_conversation([ARCS[2]], [], [(2, flag)], None, [chain("u1", "one_update", False)])
     assert (s.tp, s.fp, s.supersession) == (1, 0, 0)
+
+
+def test_batch_replay_restores_saved_tensions_without_calling_the_system():
+    task = TRACK.tasks(DS, "cA", BOTH)[0]
+    g = FakeGuarded(tensions=[Tension(**T1)])
+    state = ConversationState(conversation=CA)
+    out = task.run(g, state)
+    resumed = ConversationState(conversation=CA)
+    g2 = FakeGuarded()
+    task.replay(g2, resumed, out)
+    assert g2.calls == []
+    assert [e.tension for e in resumed.tensions] == [e.tension for e in state.tensions]
+    assert all(e.mode == "batch" for e in resumed.tensions)

@@ -184,3 +184,13 @@ def test_outcomes_for_paired_comparison():
     assert got["C:golive:cur"] == ("C:current", 0.0)
     assert got["C:golive:post"] == ("C:post_resolution", 1.0)
     assert "C:city:post" not in got  # no tension: no outcome
+
+
+def test_post_resolution_replay_reapplies_the_saved_resolve_only():
+    t = {t.item_id: t for t in TRACK.tasks(DS, "c1", FULL)}["C:seats:post"]
+    g = FakeGuarded()
+    t.replay(g, ConversationState(conversation=C1), {"tension": {"id": "t9"}, "answer": {}})
+    assert g.calls == [("resolve", "t9")]  # the query itself is not asked again
+    g = FakeGuarded()
+    t.replay(g, ConversationState(conversation=C1), {"tension": None, "answer": None})
+    assert g.calls == []

@@ -4,7 +4,8 @@ Per conversation: reset, ingest session by session (each session is a record), t
 tasks in phase order. Each finished item is appended to items.jsonl at once; running again on the
 same folder skips finished items. A conversation with unfinished items is replayed (reset and
 ingest again) to rebuild the system's state: ingest is state, not an item, and no finished item
-is sent to the system again. Every system call is guarded (runs/guard.py): faults become recorded
+is sent to the system again; a finished task that changed state (a resolve(), batch tensions)
+restores that change from its saved output through Task.replay. Every system call is guarded (runs/guard.py): faults become recorded
 errors, never scores.
 """
 
@@ -184,7 +185,7 @@ def run_system(
             raise InputError(spec or name, "registered for the gold channel but has no receive_gold")
         system.receive_gold(dataset)
 
-    new = skipped = 0
+    new = skipped = replay_failures = 0
     status = "interrupted"
     progress = _progress(settings.progress)
     try:
@@ -235,6 +236,12 @@ def run_system(
                     progress.advance(bar)
                 for task in tasks:
                     if task.item_id in done:
+                        prior = done[task.item_id]
+                        if task.replay is not None and prior.ok and prior.output is not None:
+                            try:
+                                task.replay(guarded, state, prior.output)
+                            except SystemCallError:
+                                replay_failures += 1
                         skipped += 1
                         progress.advance(bar)
                         continue
@@ -254,7 +261,8 @@ def run_system(
             "ended": now_iso(),
             "status": status,
             "counts": {"items": len(records), "errors": sum(by_track.values()),
-                       "errors_by_track": by_track, "new_items": new, "skipped": skipped},
+                       "errors_by_track": by_track, "new_items": new, "skipped": skipped,
+                       "replay_failures": replay_failures},
         })
         folder.write_manifest(manifest)
     return RunOutcome(folder=folder.path, system=name, items=len(records), new_items=new,

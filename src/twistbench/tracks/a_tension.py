@@ -202,6 +202,13 @@ def _run_batch(guarded: GuardedSystem, state: ConversationState) -> dict[str, An
     return {"tensions": [t.model_dump(mode="json") for t in tensions]}
 
 
+def _replay_batch(guarded: GuardedSystem, state: ConversationState, output: dict[str, Any]) -> None:
+    """A resumed run puts the saved batch tensions back; flag_tensions is not called again."""
+    for t in output.get("tensions", []):
+        state.tensions.append(EmittedTension(mode="batch", session=None,
+                                             tension=Tension.model_validate(t)))
+
+
 def _a_conversations(dataset: Dataset) -> list[str]:
     ids = {a.conversation for a in dataset.reversal_arcs}
     ids |= {h.conversation for h in dataset.hard_negative_arcs}
@@ -334,7 +341,7 @@ class TensionTrack:
         return [Task(item_id=batch_item_id(conversation_id), track=KEY, kind="batch",
                      conversation=conversation_id, phase=PHASE_BATCH,
                      request={"call": "flag_tensions", "conversation": conversation_id},
-                     run=_run_batch)]
+                     run=_run_batch, replay=_replay_batch)]
 
     def modes(self, caps: Capabilities) -> list[str]:
         return list(caps.tension_modes())

@@ -87,6 +87,10 @@ class Task:
     request: dict[str, Any]  # JSON-able input; its hash goes into the record
     run: Callable[[GuardedSystem, ConversationState], dict[str, Any]]  # -> JSON-able output
     score: Callable[[dict[str, Any]], dict[str, Any]] | None = None  # per-item score fields
+    # Restores the state this task left behind, from its saved output, when a resumed run
+    # replays a conversation in which the task had already finished (e.g. re-apply a resolve(),
+    # put batch tensions back into ConversationState). Never re-asks the item itself.
+    replay: Callable[[GuardedSystem, ConversationState, dict[str, Any]], None] | None = None
 
 
 class Track(Protocol):

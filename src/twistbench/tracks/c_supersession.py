@@ -107,6 +107,13 @@ def _make_post_resolution(chain: UpdateChain, text: str):
     return run
 
 
+def _replay_post_resolution(guarded: GuardedSystem, state: ConversationState,
+                            output: dict[str, Any]) -> None:
+    """A resumed run re-applies the saved resolve() so later queries see the same state."""
+    if output.get("tension"):
+        guarded.resolve(output["tension"]["id"])
+
+
 def history_retained(chain: UpdateChain, verdict: JudgeVerdict) -> bool:
     """A history query is answered well when both states are given with the change marked; a
     coexisting chain (no superseded state) when every current value is given."""
@@ -148,7 +155,8 @@ class SupersessionTrack:
                                     conversation=conversation_id, phase=PHASE_POST_RESOLUTION,
                                     request={**req, "resolve": "system tension for the chain"},
                                     run=_make_post_resolution(ch, q.text),
-                                    score=self._item_scorer(ch, q)))
+                                    score=self._item_scorer(ch, q),
+                                    replay=_replay_post_resolution))
                 else:
                     out.append(Task(item_id=item_id(ch.id, q.id), track=KEY, kind=q.kind,
                                     conversation=conversation_id, phase=PHASE_QUERY, request=req,
