@@ -115,25 +115,30 @@ class Gold:
 # Reading
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line; InputError on bad JSON or non-objects."""
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) for every non-blank line; InputError when the file can't be read."""
     try:
         fh = open(path, encoding="utf-8")
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
     with fh:
         for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(str(path), f"invalid JSON: {exc.msg}", where=f"line {lineno}",
-                                 expected="one JSON object per line") from exc
-            if not isinstance(obj, dict):
-                raise InputError(str(path), "not a JSON object", where=f"line {lineno}",
-                                 expected="one JSON object per line")
-            yield lineno, obj
+            if line.strip():
+                yield lineno, line
+
+
+def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for every non-blank line; InputError on bad JSON or non-objects."""
+    for lineno, line in _lines(path):
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(str(path), f"invalid JSON: {exc.msg}", where=f"line {lineno}",
+                             expected="one JSON object per line") from exc
+        if not isinstance(obj, dict):
+            raise InputError(str(path), "not a JSON object", where=f"line {lineno}",
+                             expected="one JSON object per line")
+        yield lineno, obj
 
 
 def _run_name(path: Path) -> str:
@@ -242,30 +247,23 @@ _WS = re.compile(r"\s+")
 
 def _read_traces_trec(path: Path) -> TraceRun:
     rows: dict[str, list[tuple[float, int, str]]] = {}
-    try:
-        fh = open(path, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    with fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            parts = _WS.split(line.strip())
-            if len(parts) != 6:
-                raise InputError(str(path), f"{len(parts)} columns", where=f"line {lineno}",
-                                 expected="6 columns: qid Q0 docid rank score tag")
-            qid, _q0, doc, rank_s, score_s, _tag = parts
-            try:
-                rank = int(rank_s)
-                score = float(score_s)
-            except ValueError as exc:
-                raise InputError(str(path), f"rank {rank_s!r} / score {score_s!r}",
-                                 where=f"line {lineno}", field="rank/score",
-                                 expected="an integer rank and a numeric score") from exc
-            if not math.isfinite(score):
-                raise InputError(str(path), f"score {score_s!r}", where=f"line {lineno}",
-                                 field="score", expected="a finite number")
-            rows.setdefault(qid, []).append((score, rank, doc))
+    for lineno, line in _lines(path):
+        parts = _WS.split(line.strip())
+        if len(parts) != 6:
+            raise InputError(str(path), f"{len(parts)} columns", where=f"line {lineno}",
+                             expected="6 columns: qid Q0 docid rank score tag")
+        qid, _q0, doc, rank_s, score_s, _tag = parts
+        try:
+            rank = int(rank_s)
+            score = float(score_s)
+        except ValueError as exc:
+            raise InputError(str(path), f"rank {rank_s!r} / score {score_s!r}",
+                             where=f"line {lineno}", field="rank/score",
+                             expected="an integer rank and a numeric score") from exc
+        if not math.isfinite(score):
+            raise InputError(str(path), f"score {score_s!r}", where=f"line {lineno}",
+                             field="score", expected="a finite number")
+        rows.setdefault(qid, []).append((score, rank, doc))
     traces: dict[str, Trace] = {}
     dropped = 0
     kmax = 0
