@@ -160,19 +160,21 @@ def validate_dataset(dataset: Dataset, out_dir: str | Path, write_filtered: Path
 
 def headline_figures(scores: dict[str, RunScores]) -> list[Figure]:
     """Every profile column's paired metrics for every audited system (scored tracks only)."""
-    out: list[Figure] = []
-    for label, sc in scores.items():
-        for col in COLUMNS:
-            tr = sc.tracks.get(col.track)
-            if tr is None or tr.status != "scored":
-                continue
-            for name, up in ((col.primary, col.primary_up), (col.partner, col.partner_up)):
-                m = tr.metrics.get(name)
-                if m is None:
-                    continue
-                out.append(Figure(system=label, column=col.key, metric=name, value=m.value,
-                                  n=getattr(m, "n", 0) or 0, higher_is_better=up))
-    return out
+    return [Figure(system=label, column=col.key, metric=name, value=m.value,
+                   n=getattr(m, "n", 0) or 0, higher_is_better=up)
+            for label, sc in scores.items() for col, name, up, m in _headline_metrics(sc)]
+
+
+def _headline_metrics(sc: RunScores):  # noqa: ANN202 - yields (Column, name, up, Metric)
+    """Both metrics of every profile column of the scored tracks of one run."""
+    for col in COLUMNS:
+        tr = sc.tracks.get(col.track)
+        if tr is None or tr.status != "scored":
+            continue
+        for name, up in ((col.primary, col.primary_up), (col.partner, col.partner_up)):
+            m = tr.metrics.get(name)
+            if m is not None:
+                yield col, name, up, m
 
 
 def separability_checks(scores: dict[str, RunScores]) -> list[Check]:
@@ -191,19 +193,12 @@ def separability_checks(scores: dict[str, RunScores]) -> list[Check]:
                                 ok=None if v is None else v <= FLAT_A_F1_MAX))
     oracle = scores.get("oracle")
     if oracle is not None:
-        for col in COLUMNS:
-            tr = oracle.tracks.get(col.track)
-            if tr is None or tr.status != "scored":
-                continue
-            for name, up in ((col.primary, col.primary_up), (col.partner, col.partner_up)):
-                m = tr.metrics.get(name)
-                if m is None:
-                    continue
-                v = m.value
-                target = f">= {ORACLE_MIN}" if up else f"<= {1 - ORACLE_MIN:.2f}"
-                ok = None if v is None else (v >= ORACLE_MIN if up else v <= 1 - ORACLE_MIN + 1e-12)
-                checks.append(Check(name=f"oracle {col.title} {name}", system="oracle",
-                                    metric=f"{col.track}.{name}", value=v, target=target, ok=ok))
+        for col, name, up, m in _headline_metrics(oracle):
+            v = m.value
+            target = f">= {ORACLE_MIN}" if up else f"<= {1 - ORACLE_MIN:.2f}"
+            ok = None if v is None else (v >= ORACLE_MIN if up else v <= 1 - ORACLE_MIN + 1e-12)
+            checks.append(Check(name=f"oracle {col.title} {name}", system="oracle",
+                                metric=f"{col.track}.{name}", value=v, target=target, ok=ok))
     return checks
 
 
