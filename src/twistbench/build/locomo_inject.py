@@ -693,45 +693,41 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
         n_inv = n_con - n_stale - n_neg
         commits = _prefer_clean(rng, [x for x in T_CH.COMMITMENTS if not clash([x])],
                                 n_neg + (n_al - min(2, n_al)), lambda x: dirty(_specific(x)))
+        def turn_and_draft(spk: str, turns: list[str], x: str, draft_templates: list[str],
+                           x_draft: str, label: str, family: str, rationale: str,
+                           template: str) -> None:
+            """Plant a turn by `spk` about x and a draft that cites it. The draw order (session,
+            turn template, draft shuffle) is part of the seeded output: keep it."""
+            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
+            said = say(spk, _fill(rng.choice(turns), x=x))
+            t = plan.add(sess, spk, said)
+            keywords[t] = _specific(x)
+            cands = [_fill(d, A=addr[spk], x=x_draft) for d in draft_templates]
+            rng.shuffle(cands)
+            drafts.append((dict(label=label, family=family, speaker=spk,
+                                text=uniq.pick(cands, spk), rationale=rationale,
+                                meta={"template": template}), [t]))
+
         for i in range(n_neg):
             spk = conv.speakers[(i + first) % 2]
             x = commits[i]
-            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
-            said = say(spk, _fill(rng.choice(T_CH.COMMIT_TURNS), x=x))
-            t = plan.add(sess, spk, said)
-            keywords[t] = _specific(x)
-            cands = [_fill(d, A=addr[spk], x=_definite(x)) for d in T_CH.NEGATED_DRAFTS]
-            rng.shuffle(cands)
-            drafts.append((dict(label="contradicting", family="negated_commitment", speaker=spk,
-                                text=uniq.pick(cands, spk),
-                                rationale=f"{spk} committed to {x}; nothing says it was dropped",
-                                meta={"template": "commitment/negated"}), [t]))
+            turn_and_draft(spk, T_CH.COMMIT_TURNS, x, T_CH.NEGATED_DRAFTS, _definite(x),
+                           "contradicting", "negated_commitment",
+                           f"{spk} committed to {x}; nothing says it was dropped",
+                           "commitment/negated")
         for i, x in enumerate(_prefer_clean(rng, [x for x in T_CH.EVENTS if not clash([x])], n_inv,
                                                     lambda x: dirty(_specific(x)))):
             spk = conv.speakers[(i + first + 1) % 2]
-            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
-            said = say(spk, _fill(rng.choice(T_CH.NOT_YET_TURNS), x=x))
-            t = plan.add(sess, spk, said)
-            keywords[t] = _specific(x)
-            cands = [_fill(d, A=addr[spk], x=x) for d in T_CH.INVENTED_DRAFTS]
-            rng.shuffle(cands)
-            drafts.append((dict(label="contradicting", family="invented_activity", speaker=spk,
-                                text=uniq.pick(cands, spk),
-                                rationale=f"{spk} says they have never been to {x}",
-                                meta={"template": "event/invented"}), [t]))
+            turn_and_draft(spk, T_CH.NOT_YET_TURNS, x, T_CH.INVENTED_DRAFTS, x, "contradicting",
+                           "invented_activity", f"{spk} says they have never been to {x}",
+                           "event/invented")
         n_al_chain = min(2, n_al)
         for i in range(n_al - n_al_chain):
             spk = conv.speakers[(i + first) % 2]
             x = commits[n_neg + i]
-            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
-            said = say(spk, _fill(rng.choice(T_CH.COMMIT_TURNS), x=x))
-            t = plan.add(sess, spk, said)
-            keywords[t] = _specific(x)
-            cands = [_fill(d, A=addr[spk], x=_definite(x)) for d in T_CH.ALIGNED_COMMIT_DRAFTS]
-            rng.shuffle(cands)
-            drafts.append((dict(label="aligned", family="consistent", speaker=spk,
-                                text=uniq.pick(cands, spk), rationale=f"{spk} committed to {x}",
-                                meta={"template": "commitment/aligned"}), [t]))
+            turn_and_draft(spk, T_CH.COMMIT_TURNS, x, T_CH.ALIGNED_COMMIT_DRAFTS, _definite(x),
+                           "aligned", "consistent", f"{spk} committed to {x}",
+                           "commitment/aligned")
         for i in range(n_al_chain):
             chain_draft(updatable[(n_stale + i) % len(updatable)], "aligned", "aligned",
                         "consistent")
