@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from twistbench.builtin import demo_dataset
+from twistbench.datasets.demo import demo_dataset
 
 TESTS = Path(__file__).resolve().parent
 
@@ -134,7 +134,7 @@ def test_bad_input_exits_2_with_a_clear_message_and_writes_nothing(tmp_path, arg
 
 
 def test_malformed_key_file_names_record_and_field(tmp_path):
-    from twistbench.build.key import write_key
+    from twistbench.datasets.keyfile import write_key
 
     doc = json.loads(demo_dataset().model_dump_json())
     doc["drafts"][1]["label"] = "maybe"

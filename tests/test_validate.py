@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from twistbench.builtin import demo_dataset
-from twistbench.datasets import load_dataset_key
+from twistbench.datasets.demo import demo_dataset
+from twistbench.datasets.registry import load_dataset_key
 from twistbench.model import Dataset, QAItem
 from twistbench.validate import (
     FLAT_A_F1_MAX,

@@ -16,6 +16,15 @@ from rich.console import Console
 from typer.core import TyperGroup
 from rich.table import Table
 
+from twistbench.datasets.locomo import dataset_notes
+from twistbench.datasets.paths import cs_key_path
+from twistbench.datasets.registry import (
+    DATASETS,
+    DEFAULT_DATASET,
+    REGISTRY as DATASET_REGISTRY,
+    DatasetOptions,
+    load_dataset,
+)
 from twistbench.errors import InputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
@@ -91,19 +100,15 @@ def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict
 
 
 def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool):
-    from twistbench.datasets import DEFAULT_DATASET, DatasetOptions, data_dir, load_dataset
-
     opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis)
     if name is None:
         name = DEFAULT_DATASET
-        if not (data_dir() / "twist-cs-1.0.json").exists():
+        if not cs_key_path().exists():
             err.print("note: no committed TWIST-CS key found; running the built-in demo dataset")
             name = "demo"
     source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
               "include_crisis": crisis}
     ds = load_dataset(name, opts)
-    from twistbench.corpus.locomo import dataset_notes
-
     for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
         err.print(f"note: {line}", highlight=False, markup=False)
     return ds, source
@@ -277,7 +282,6 @@ def list_(
     what: Annotated[str | None, typer.Argument(help="datasets, systems or tracks (default all)")] = None,
 ) -> None:
     """List datasets, systems and tracks."""
-    from twistbench.datasets import DATASETS
     from twistbench.systems import REGISTRY
     from twistbench.tracks import TRACKS
 
@@ -349,7 +353,7 @@ def build_cs(
                                              "API key, for --paraphrase.")] = "OPENAI_API_KEY",
 ) -> None:
     """Generate the TWIST-CS workspaces and key; print counts and the variety report."""
-    from twistbench.build.cs_workspace import DEFAULT_SEED, ParaphraseConfig, run_build_cs
+    from twistbench.itemgen.cs_workspace import DEFAULT_SEED, ParaphraseConfig, run_build_cs
 
     para = None
     if paraphrase:
@@ -375,7 +379,7 @@ def build_locomo(
     include_crisis: CrisisOpt = False,
 ) -> None:
     """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
-    from twistbench.build.locomo_inject import DEFAULT_SEED, write_locomo_key
+    from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
     try:
         digest, rep = write_locomo_key(out, locomo, seed=DEFAULT_SEED if seed is None else seed,
@@ -436,15 +440,13 @@ def trace(
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
 ) -> None:
     """Write ranked retrieval traces and lineage of a system (input to `twist audit`)."""
-    from twistbench.audit.tracing import load_audit_corpus, write_traces
+    from twistbench.audit.tracing import write_traces
     from twistbench.systems import make_system
 
     try:
-        if dataset in ("longmemeval", "beam"):
-            if data is None:
-                raise InputError("--data", f"--dataset {dataset} needs --data PATH",
-                                 expected="the benchmark's file or folder")
-            ds = load_audit_corpus(dataset, data, granularity=granularity, tier=tier)
+        entry = DATASET_REGISTRY.get(dataset or "")
+        if entry is not None and entry.audit_only:
+            ds = entry.load(DatasetOptions(data=data, granularity=granularity, tier=tier))
         else:
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
         sys_obj, _ = make_system(system, parse_options(option, [system])[system])

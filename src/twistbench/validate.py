@@ -341,7 +341,7 @@ def filter_dataset(dataset: Dataset, flagged: list[FlaggedItem]) -> Dataset:
 def write_filtered_key(filtered: Dataset, path: Path, source: Dataset,
                        flagged: list[FlaggedItem]) -> str:
     """Write `filtered` as a versioned key file (+ .sha256); returns its sha256."""
-    from twistbench.build.key import write_key
+    from twistbench.datasets.keyfile import write_key
 
     payload = json.loads(filtered.model_dump_json(exclude={"key_sha256"}))
     return write_key(path, filtered.name, f"{source.version}+validated", payload)

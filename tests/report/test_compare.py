@@ -4,7 +4,7 @@ import pytest
 from scipy.stats import binomtest
 from toy_systems import KeywordToy
 
-from twistbench.builtin import demo_dataset
+from twistbench.datasets.demo import demo_dataset
 from twistbench.contract import Capabilities
 from twistbench.errors import InputError
 from twistbench.model import Verdict

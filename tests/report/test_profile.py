@@ -5,7 +5,7 @@ import json
 import pytest
 from toy_systems import KeywordToy
 
-from twistbench.builtin import demo_dataset
+from twistbench.datasets.demo import demo_dataset
 from twistbench.contract import Capabilities
 from twistbench.errors import InputError
 from twistbench.report.profile import (

@@ -172,7 +172,7 @@ def _reference_scores(items, preds):
 
 
 def test_public_key_scores_match_the_reference_definitions(twist_b_path, locomo_path, tmp_path):
-    from twistbench.corpus.twist_b import load_twist_b
+    from twistbench.datasets.twist_b import load_twist_b
 
     ds = load_twist_b(twist_b_path, locomo_path)
     items = [json.loads(x) for x in twist_b_path.read_text().splitlines() if x.strip()]

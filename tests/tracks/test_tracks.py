@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from twistbench.builtin import demo_dataset
+from twistbench.datasets.demo import demo_dataset
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import Answer, AuditRecord, Conflict, Event, IngestResult, Tension, Verdict
 from twistbench.report.runs import report_runs, score_folder

@@ -5,7 +5,6 @@ Plain functions behind the CLI:
 - `audit(traces, lineage, gold, out_dir, ...)`     -> `twist audit`
 - `native_matrix(locomo_path, out_dir, ...)`       -> `twist audit native`
 - `render_markdown(result)`                        -> the Markdown report (audit.md)
-- `load_audit_corpus(name, path, ...)`             -> LoCoMo / LongMemEval / BEAM queries
 
 Modules: traces (file formats, TREC export), targets (Raw / Source / Canonical, vectorised),
 metrics (Recall@k, MRR, nDCG@k), stats (bootstrap, Fleiss' kappa), contested (contested
@@ -18,18 +17,10 @@ from twistbench.audit.metrics import METRICS, VARIANTS, RunScores, rescore
 from twistbench.audit.native import NativeResult, NativeStore, native_matrix
 from twistbench.audit.report import render_markdown
 from twistbench.audit.targets import TARGETS
-from twistbench.audit.tracing import (
-    AuditCorpus,
-    TraceReport,
-    corpus_from_dataset,
-    load_audit_corpus,
-    raw_lineage,
-    write_traces,
-)
+from twistbench.audit.tracing import TraceReport, write_traces
 
 __all__ = [
-    "METRICS", "TARGETS", "VARIANTS", "AuditCorpus", "AuditResult", "NativeResult",
-    "NativeStore", "RunScores", "TraceReport", "audit", "audit_runs", "corpus_from_dataset",
-    "export_trec_files", "load_audit_corpus", "native_matrix", "raw_lineage",
+    "METRICS", "TARGETS", "VARIANTS", "AuditResult", "NativeResult", "NativeStore", "RunScores",
+    "TraceReport", "audit", "audit_runs", "export_trec_files", "native_matrix",
     "render_markdown", "rescore", "write_traces",
 ]

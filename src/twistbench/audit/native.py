@@ -25,7 +25,8 @@ from twistbench.audit.core import AuditResult, audit_runs
 from twistbench.audit.metrics import METRICS
 from twistbench.audit.stats import N_RESAMPLES, SEED
 from twistbench.audit.targets import TARGET_LABELS, TARGETS
-from twistbench.audit.tracing import DEFAULT_K, TraceReport, corpus_from_dataset, write_traces
+from twistbench.audit.tracing import DEFAULT_K, TraceReport, write_traces
+from twistbench.datasets.audit_corpus import corpus_from_dataset
 from twistbench.audit.traces import read_gold, read_lineage, read_traces
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.errors import InputError
@@ -132,7 +133,7 @@ def native_matrix(locomo_path: str | Path, out_dir: str | Path,
     Returns the trace reports and the AuditResult (groups = one per retriever, comparing its
     densities; pairs = every density pair within a retriever).
     """
-    from twistbench.corpus.locomo import locomo_dataset
+    from twistbench.datasets.locomo import locomo_dataset
 
     if not retrievers or not max_facts:
         raise InputError("--retriever/--max-facts", "nothing to run",

@@ -45,7 +45,7 @@ def capabilities_from_manifest(manifest: dict[str, Any], where: str) -> Capabili
 
 def load_run_dataset(manifest: dict[str, Any], where: str, locomo: Path | None = None) -> Dataset:
     """Load the dataset a run used, from the manifest's dataset.source."""
-    from twistbench.datasets import DatasetOptions, load_dataset
+    from twistbench.datasets.registry import DatasetOptions, load_dataset
 
     src = (manifest.get("dataset") or {}).get("source") or {}
     name = src.get("name")
@@ -147,7 +147,7 @@ def export_predictions(folder: str | Path, out: str | Path) -> int:
     """Write a run's Track B verdicts in the public TWIST predictions format (one JSON object
     per line: item_id = draft id, aligned, evidence). Returns the number of lines written;
     failed calls are left out (they are errors, which the format cannot express)."""
-    from twistbench.build.key import atomic_write_bytes
+    from twistbench.datasets.keyfile import atomic_write_bytes
     from twistbench.tracks.b_alignment import write_predictions
 
     lines = write_predictions(RunFolder(folder).records())

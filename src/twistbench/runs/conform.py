@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twistbench.builtin import demo_dataset
+from twistbench.datasets.demo import demo_dataset
 from twistbench.contract import Capabilities, MemorySystem
 from twistbench.runs.guard import GuardedSystem
 from twistbench.tracks.base import SystemCallError

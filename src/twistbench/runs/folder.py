@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from twistbench.build.key import atomic_write_bytes
+from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.errors import InputError, pydantic_to_input_error
 from twistbench.runs.records import ItemRecord
 

@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from twistbench.build.key import sha256_file
-from twistbench.corpus.locomo import load_locomo
+from twistbench.datasets.keyfile import sha256_file
+from twistbench.datasets.locomo import load_locomo
 from twistbench.errors import InputError
 from twistbench.model import Dataset, Draft
 

@@ -6,7 +6,7 @@ Mapping (kept stable: the TWIST-LoCoMo key and the errata overlay depend on it):
 - Conversation.id = `sample_id` ("conv-26"); speakers = [speaker_a, speaker_b].
 - Event.id = `dia_id` ("D1:3"); session = the LoCoMo session number; channel "chat";
   timestamp = the parsed session date ("1:56 pm on 8 May, 2023") + one minute per turn index, so
-  turns keep their order and injected turns (build/locomo_inject.py) can sit between them at
+  turns keep their order and injected turns (itemgen/locomo_inject.py) can sit between them at
   whole seconds; Event.meta["date_text"] = the raw session date string.
 - Image turns: text = turn text + " [shares an image: <blip_caption>]". A memory system ingests
   what a chat user would see; the caption is the only textual stand-in for the photo. `img_url`,
@@ -31,7 +31,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.build.key import sha256_bytes, sha256_file
+from twistbench.datasets.errata import overlay_errata
+from twistbench.datasets.keyfile import sha256_bytes
 from twistbench.errors import InputError
 from twistbench.model import Conversation, Dataset, Event, QAItem
 
@@ -334,7 +335,7 @@ def locomo_dataset(path: str | Path, errata: str | None = None) -> Dataset:
     """Plain LoCoMo as a Dataset (conversations + QA only, no TWIST items).
 
     `errata`: None, "locomo-audit" (the default audit file beside the LoCoMo data), or a path to an
-    errors.json; the overlay corrects answers and evidence (build/errata.py) and the dataset's
+    errors.json; the overlay corrects answers and evidence (datasets/errata.py) and the dataset's
     version and key_sha256 say which overlay was used. Dataset.meta holds the loader report and,
     with errata, the ErrataReport.
     """
@@ -344,13 +345,7 @@ def locomo_dataset(path: str | Path, errata: str | None = None) -> Dataset:
     version = "locomo10"
     key_sha = corpus.sha256
     if errata:
-        from twistbench.build.errata import apply_errata, resolve_errata_path
-
-        epath = resolve_errata_path(errata, path)
-        qa, erep = apply_errata(qa, epath)
-        meta["errata"] = erep.as_dict()
-        version = f"locomo10+{erep.version_tag}"
-        key_sha = sha256_bytes(f"{corpus.sha256}+{sha256_file(epath)}".encode())
+        qa, version, key_sha, meta["errata"] = overlay_errata(qa, errata, path, version, key_sha)
     return Dataset(name="locomo", version=version, key_sha256=key_sha,
                    conversations=corpus.conversations, qa=qa, meta=meta)
 

@@ -1,4 +1,4 @@
-"""corpus/twist_b.py: the public Track B v1.0 key over the original LoCoMo conversations."""
+"""datasets/twist_b.py: the public Track B v1.0 key over the original LoCoMo conversations."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from twistbench.corpus.twist_b import load_twist_b, read_twist_b
+from twistbench.datasets.twist_b import load_twist_b, read_twist_b
 from twistbench.errors import InputError
 
 LINE = {"id": "c:1", "conv": "conv-26", "speaker": "Caroline", "type": "aligned", "family": "B-AL",

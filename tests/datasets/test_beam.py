@@ -9,8 +9,8 @@ import pytest
 
 from twistbench.audit.core import audit_runs
 from twistbench.audit.traces import Lineage, Trace, TraceRun
-from twistbench.audit.tracing import raw_lineage
-from twistbench.corpus.beam import find_conversations, load_beam, parse_anchor
+from twistbench.datasets.audit_corpus import raw_lineage
+from twistbench.datasets.beam import find_conversations, load_beam, parse_anchor
 from twistbench.errors import InputError
 
 

@@ -1,7 +1,7 @@
 """TWIST-CS: six synthetic customer-success workspaces with gold for Tracks A-D (whitepaper §4.2).
 
 `build_cs(seed)` generates the dataset and its variety report; `write_cs_key(out, ...)` writes
-it as a versioned key (build/key.py); `load_cs_dataset()` reads the committed key.
+it as a versioned key (datasets/keyfile.py); datasets/twist_cs.py reads the committed key.
 
 How a workspace is made:
 1. People: a vendor team (CSM, account executive, support and solutions engineers) and a customer
@@ -34,14 +34,16 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from twistbench.build.key import read_key, write_key
-from twistbench.build.templates import cs_background as BG
-from twistbench.build.templates import cs_chains as CH
-from twistbench.build.templates import cs_drafts as DR
-from twistbench.build.templates import cs_pools as P
-from twistbench.build.templates import cs_safety as SF
-from twistbench.build.templates import cs_tension as TN
-from twistbench.build.variety import VarietyReport, variety_report
+from twistbench.datasets.keyfile import write_key
+from twistbench.datasets.paths import CS_CRISIS_KEY_FILE, CS_KEY_FILE, repo_data_dir
+from twistbench.datasets.twist_cs import NAME, VERSION, VERSION_CRISIS
+from twistbench.itemgen.templates import cs_background as BG
+from twistbench.itemgen.templates import cs_chains as CH
+from twistbench.itemgen.templates import cs_drafts as DR
+from twistbench.itemgen.templates import cs_pools as P
+from twistbench.itemgen.templates import cs_safety as SF
+from twistbench.itemgen.templates import cs_tension as TN
+from twistbench.itemgen.variety import VarietyReport, variety_report
 from twistbench.errors import InputError, pydantic_to_input_error
 from twistbench.model import (
     ChainQuery,
@@ -59,11 +61,6 @@ from twistbench.model import (
     UpdateChain,
 )
 
-NAME = "twist-cs"
-VERSION = "twist-cs-1.0"
-VERSION_CRISIS = "twist-cs-1.0+crisis"
-KEY_FILE = "twist-cs-1.0.json"
-CRISIS_KEY_FILE = "twist-cs-1.0-crisis.json"
 DEFAULT_SEED = 20260708
 
 N_WORKSPACES = 6
@@ -994,7 +991,7 @@ def _track_d(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
         ))
     crisis_mod = None
     if include_crisis:
-        from twistbench.build.templates import cs_crisis_optin as crisis_mod  # opt-in
+        from twistbench.itemgen.templates import cs_crisis_optin as crisis_mod  # opt-in
     crng = _rng(seed, "crisis-text", ws.id)
     for k, speaker in enumerate(crisis_speakers):
         bm = rng.randint(2 * _DAY_MINUTES, ws.business_minutes - 3 * _DAY_MINUTES)
@@ -1143,7 +1140,7 @@ def build_cs(
     meta: dict[str, Any] = {"generator": "twistbench.build.cs_workspace", "seed": seed,
                             "include_crisis": include_crisis}
     if include_crisis:
-        from twistbench.build.templates.cs_crisis_optin import CONTENT_WARNING
+        from twistbench.itemgen.templates.cs_crisis_optin import CONTENT_WARNING
 
         meta["content_warning"] = CONTENT_WARNING
     if paraphraser is not None:
@@ -1227,23 +1224,6 @@ def cs_variety_report(dataset: Dataset, seed: int = DEFAULT_SEED) -> VarietyRepo
 # Keys
 
 
-def default_key_path(include_crisis: bool = False) -> Path:
-    """The committed key: <repo>/data/ in a checkout, twistbench/_data in an installed wheel."""
-    name = CRISIS_KEY_FILE if include_crisis else KEY_FILE
-    repo = Path(__file__).resolve().parents[3] / "data" / name
-    if repo.exists():
-        return repo
-    try:
-        from importlib.resources import files
-
-        res = files("twistbench._data").joinpath(name)
-        if res.is_file():
-            return Path(str(res))
-    except (ModuleNotFoundError, FileNotFoundError):
-        pass
-    return repo
-
-
 def write_cs_dataset(out: Path, dataset: Dataset) -> str:
     """Write a built dataset as a versioned key (+ .sha256 beside it); return the sha256."""
     payload = dataset.model_dump(mode="json")
@@ -1263,8 +1243,7 @@ def write_cs_key(
     """
     dataset, _ = build_cs(seed=seed, include_crisis=include_crisis, paraphrase=paraphrase)
     if out is None:
-        out = Path(__file__).resolve().parents[3] / "data" / (
-            CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+        out = repo_data_dir() / (CS_CRISIS_KEY_FILE if include_crisis else CS_KEY_FILE)
     return write_cs_dataset(out, dataset)
 
 
@@ -1284,37 +1263,10 @@ def run_build_cs(
     console = console or Console()
     dataset, report = build_cs(seed=seed, include_crisis=include_crisis, paraphrase=paraphrase)
     if out is None:
-        out = Path(__file__).resolve().parents[3] / "data" / (
-            CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+        out = repo_data_dir() / (CS_CRISIS_KEY_FILE if include_crisis else CS_KEY_FILE)
     digest = write_cs_dataset(out, dataset)
     counts = dataset.counts()
     console.print(f"[bold]{dataset.version}[/bold] -> {out}  sha256 {digest}")
     console.print(", ".join(f"{k} {v}" for k, v in counts.items()))
     console.print(report.to_rich())
     return digest, report
-
-
-def load_cs_dataset(path: Path | None = None, include_crisis: bool = False) -> Dataset:
-    """Load a TWIST-CS key (default: the committed one) as a Dataset.
-
-    path: a key file written by write_cs_key; None = the committed key (the crisis key when
-    include_crisis). The .sha256 file beside it is checked; Dataset.key_sha256 is the key file's
-    sha256. Raises InputError naming the file and the problem.
-    """
-    path = Path(path) if path is not None else default_key_path(include_crisis)
-    doc, digest = read_key(path)
-    if doc["name"] != NAME:
-        raise InputError(str(path), f"key is {doc['name']!r}", field="name",
-                         expected=f"{NAME!r}")
-    payload = doc["payload"]
-    if not isinstance(payload, dict):
-        raise InputError(str(path), "payload is not an object", field="payload",
-                         expected="a Dataset object")
-    try:
-        ds = Dataset.model_validate({**payload, "key_sha256": digest})
-    except Exception as exc:  # pydantic.ValidationError
-        raise pydantic_to_input_error(str(path), "payload", exc) from exc
-    if ds.version != doc["version"]:
-        raise InputError(str(path), f"payload version {ds.version!r} differs from {doc['version']!r}",
-                         field="version", expected="the same version in header and payload")
-    return ds

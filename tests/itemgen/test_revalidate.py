@@ -1,12 +1,12 @@
-"""build/revalidate.py: which original LoCoMo questions an injection could perturb."""
+"""itemgen/revalidate.py: which original LoCoMo questions an injection could perturb."""
 
 from __future__ import annotations
 
 import json
 from datetime import datetime
 
-from twistbench.build.revalidate import keyword_stems, revalidate
-from twistbench.corpus.locomo import LocomoCorpus, LocomoReport
+from twistbench.itemgen.revalidate import keyword_stems, revalidate
+from twistbench.datasets.locomo import LocomoCorpus, LocomoReport
 from twistbench.model import Conversation, Event, QAItem
 
 
@@ -61,10 +61,10 @@ def test_keyword_stems_drop_function_words():
 
 
 def test_committed_key_revalidation(locomo_path):
-    from twistbench.build.locomo_inject import default_key_path
-    from twistbench.corpus.locomo import load_locomo
+    from twistbench.datasets.paths import locomo_key_path
+    from twistbench.datasets.locomo import load_locomo
 
-    payload = json.loads(default_key_path().read_text())["payload"]
+    payload = json.loads(locomo_key_path().read_text())["payload"]
     corpus = load_locomo(locomo_path)
     turns = [dict(t, keywords=payload["keywords"].get(t["id"], [])) for t in payload["turns"]]
     expected = revalidate(corpus, turns)

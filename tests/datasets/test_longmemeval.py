@@ -9,9 +9,10 @@ import pytest
 
 from twistbench.audit.core import audit
 from twistbench.audit.native import NativeStore
-from twistbench.audit.tracing import raw_lineage, write_traces
+from twistbench.audit.tracing import write_traces
+from twistbench.datasets.audit_corpus import raw_lineage
 from twistbench.audit.traces import write_lineage_jsonl
-from twistbench.corpus.longmemeval import load_longmemeval, parse_date
+from twistbench.datasets.longmemeval import load_longmemeval, parse_date
 from twistbench.errors import InputError
 
 

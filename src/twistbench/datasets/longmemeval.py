@@ -28,10 +28,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.audit.traces import GoldQuery
-from twistbench.audit.tracing import AuditCorpus
 from twistbench.errors import InputError
-from twistbench.model import Conversation, Event
+from twistbench.model import AuditCorpus, Conversation, Event, GoldQuery
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
 GRANULARITIES = ("turn", "session")

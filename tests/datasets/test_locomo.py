@@ -1,4 +1,4 @@
-"""corpus/locomo.py: the LoCoMo loader on the real file and on small hand-made files."""
+"""datasets/locomo.py: the LoCoMo loader on the real file and on small hand-made files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from twistbench.corpus.locomo import (
+from twistbench.datasets.locomo import (
     LOCOMO_RELEASE_SHA256,
     load_locomo,
     locomo_dataset,
@@ -146,7 +146,7 @@ def test_locomo_dataset_plain_and_with_errata(locomo_path):
 
 
 def test_dataset_notes(tmp_path, locomo_path):
-    from twistbench.corpus.locomo import dataset_notes
+    from twistbench.datasets.locomo import dataset_notes
 
     notes = dataset_notes(locomo_dataset(locomo_path, errata="locomo-audit"))
     assert "matches the LoCoMo release" in notes[0]

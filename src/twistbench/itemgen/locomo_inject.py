@@ -7,7 +7,7 @@ chains with 270 queries, 40 PII plants with 80 probes, 48 emotional hard negativ
 the other speaker, never between two evidence turns of an original question when avoidable) and
 in 2 appended sessions per conversation (at most 3 are allowed), dated 1-4 weeks after the last
 session. In-session turns share their session's date (timestamps fall between the original
-turns, which are one minute apart: see corpus/locomo.py).
+turns, which are one minute apart: see datasets/locomo.py).
 
 Ids: original dia_ids never change; injected turns are "TW<session>:<n>" (crisis turns
 "TX<session>:<n>"), which cannot match LoCoMo's "D<session>:<turn>".
@@ -16,7 +16,7 @@ Voice: each speaker's openers, exclamation rate and the name their partner calls
 measured on their own turns; their interests come from LoCoMo's `observation` field (the facts
 behind them are recorded in the key). Everything is seeded and deterministic.
 
-The key (data/twist-locomo-1.0.json, written with build/key.py) holds only our turns, where they
+The key (data/twist-locomo-1.0.json, written with datasets/keyfile.py) holds only our turns, where they
 go, the gold, the sha256 of the locomo10.json it applies to and the re-validation list; LoCoMo
 itself is read from the user's file. Applying a key to a different file is refused.
 """
@@ -31,11 +31,13 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.build.key import read_key, sha256_bytes, write_key
-from twistbench.build.templates import locomo_arcs as T_ARCS
-from twistbench.build.templates import locomo_chains as T_CH
-from twistbench.build.templates import locomo_safety as T_SAFE
-from twistbench.corpus.locomo import LocomoCorpus, load_locomo
+from twistbench.datasets.keyfile import sha256_bytes, write_key
+from twistbench.datasets.paths import locomo_key_path
+from twistbench.datasets.twist_locomo import CRISIS_VERSION, KEY_NAME, KEY_VERSION
+from twistbench.itemgen.templates import locomo_arcs as T_ARCS
+from twistbench.itemgen.templates import locomo_chains as T_CH
+from twistbench.itemgen.templates import locomo_safety as T_SAFE
+from twistbench.datasets.locomo import LocomoCorpus, load_locomo
 from twistbench.errors import InputError, pydantic_to_input_error
 from twistbench.model import (
     Conversation,
@@ -50,9 +52,6 @@ from twistbench.model import (
     UpdateChain,
 )
 
-KEY_NAME = "twist-locomo"
-KEY_VERSION = "twist-locomo-1.0"
-CRISIS_VERSION = "twist-locomo-1.0+crisis"
 DEFAULT_SEED = 20260708
 APPENDED_SESSIONS = 2  # the whitepaper allows up to 3
 # The LoCoMo column of whitepaper §4.3.
@@ -60,20 +59,6 @@ SIZES = {"reversal_arcs": 60, "hard_negative_arcs": 60, "drafts": 200, "update_c
          "chain_queries": 270, "pii_plants": 40, "pii_probes": 80, "crisis_plants": 24,
          "emotional_negatives": 48}
 DRAFT_SPLIT = {"contradicting": 100, "aligned": 50, "hard_negative": 50}
-INJECTED_ID = re.compile(r"^T[WX]\d+:\d+$")
-
-
-def data_dir() -> Path:
-    """Folder of the committed keys (repo checkout: <repo>/data; wheel: twistbench/_data)."""
-    repo = Path(__file__).resolve().parents[3] / "data"
-    if repo.exists():
-        return repo
-    return Path(__file__).resolve().parents[1] / "_data"
-
-
-def default_key_path(include_crisis: bool = False) -> Path:
-    name = "twist-locomo-1.0-crisis.json" if include_crisis else "twist-locomo-1.0.json"
-    return data_dir() / name
 
 
 # ---------------------------------------------------------------------------------------------
@@ -360,7 +345,7 @@ def _prefer_clean(rng: random.Random, cands: list[Any], n: int, dirty: Any) -> l
 
 
 def _qa_words(corpus: LocomoCorpus, conv: Conversation) -> set[str]:
-    from twistbench.build.revalidate import _stems
+    from twistbench.itemgen.revalidate import _stems
 
     out: set[str] = set()
     for q in corpus.qa:
@@ -370,7 +355,7 @@ def _qa_words(corpus: LocomoCorpus, conv: Conversation) -> set[str]:
 
 
 def _kw_stems(words: list[str]) -> set[str]:
-    from twistbench.build.revalidate import keyword_stems
+    from twistbench.itemgen.revalidate import keyword_stems
 
     return keyword_stems(words)
 
@@ -479,7 +464,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                          include_crisis: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Generate the key payload for this LoCoMo corpus. Returns (payload, extras) where extras
     holds the variety rows and voices (not part of the key)."""
-    from twistbench.build.revalidate import revalidate
+    from twistbench.itemgen.revalidate import revalidate
 
     convs = corpus.conversations
     n = len(convs)
@@ -786,7 +771,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
     # Crisis plants come last, from their own random stream and id space ("TX"), so the default
     # key and the crisis key agree on everything else.
     if include_crisis:
-        from twistbench.build.templates import locomo_crisis_optin as T_CRISIS
+        from twistbench.itemgen.templates import locomo_crisis_optin as T_CRISIS
 
         for ci, conv in enumerate(convs):
             crng = random.Random(f"{seed}:crisis:{conv.id}")
@@ -883,7 +868,7 @@ def write_locomo_key(out: str | Path | None, locomo_path: str | Path, seed: int 
     """`twist build locomo`: build and write the key (default: the committed path under data/).
     Returns (sha256 of the key file, report)."""
     payload, report = build_locomo(locomo_path, seed=seed, include_crisis=include_crisis)
-    path = Path(out) if out else default_key_path(include_crisis)
+    path = Path(out) if out else locomo_key_path(include_crisis)
     version = CRISIS_VERSION if include_crisis else KEY_VERSION
     digest = write_key(path, KEY_NAME, version, payload)
     report.key_sha256 = digest
@@ -909,7 +894,7 @@ def _report(corpus: LocomoCorpus, payload: dict[str, Any], extras: dict[str, Any
     reasons = Counter(r["reason"].split(":")[0] for r in payload["revalidation"]["excluded"])
     variety = None
     if extras is not None:
-        from twistbench.build.variety import variety_report
+        from twistbench.itemgen.variety import variety_report
 
         variety = variety_report(extras["variety_rows"], seed=seed)
     return BuildReport(
@@ -918,109 +903,3 @@ def _report(corpus: LocomoCorpus, payload: dict[str, Any], extras: dict[str, Any
         appended_sessions=len(payload["appended_sessions"]), qa_total=len(corpus.qa),
         qa_excluded=len(payload["revalidation"]["excluded"]), exclusion_reasons=dict(reasons),
         variety=variety, version=version)
-
-
-def apply_locomo_key(corpus: LocomoCorpus, payload: dict[str, Any], key_file: str = "key"
-                     ) -> list[Conversation]:
-    """The LoCoMo conversations with the key's turns inserted (original ids untouched)."""
-    by_conv: dict[str, list[dict[str, Any]]] = {}
-    for i, t in enumerate(payload.get("turns", [])):
-        if not isinstance(t, dict) or not INJECTED_ID.match(str(t.get("id", ""))):
-            raise InputError(key_file, "bad injected turn", where=f"payload.turns[{i}]", field="id",
-                             expected="T<W|X><session>:<n>")
-        by_conv.setdefault(str(t["conversation"]), []).append(t)
-    known = {c.id for c in corpus.conversations}
-    for cid in by_conv:
-        if cid not in known:
-            raise InputError(key_file, f"conversation {cid!r} is not in the LoCoMo file",
-                             field="turns", expected="LoCoMo sample_ids")
-    out: list[Conversation] = []
-    for conv in corpus.conversations:
-        sessions: dict[int, list[Event]] = {s: list(evs) for s, evs in conv.sessions()}
-        session_dates = dict(conv.meta.get("session_dates", {}))
-        for t in by_conv.get(conv.id, []):
-            s = int(t["session"])
-            ev = Event(id=t["id"], conversation=conv.id, session=s,
-                       timestamp=datetime.fromisoformat(t["timestamp"]), speaker=t["speaker"],
-                       channel=t.get("channel", "chat"), text=t["text"], meta={"injected": True})
-            if t["after"] is None:
-                if s in sessions and sessions[s]:
-                    raise InputError(key_file, f"turn {t['id']} opens session {s}, which exists",
-                                     field="after", expected="a turn id")
-                sessions[s] = [ev]
-                continue
-            lst = sessions.get(s)
-            idx = next((i for i, e in enumerate(lst or []) if e.id == t["after"]), None)
-            if idx is None:
-                raise InputError(key_file, f"turn {t['id']}: {t['after']!r} is not in session {s} "
-                                 f"of {conv.id}", field="after", expected="an earlier turn id")
-            lst.insert(idx + 1, ev)  # type: ignore[union-attr]
-        for m in payload.get("appended_sessions", []):
-            if m["conversation"] == conv.id:
-                session_dates[str(m["session"])] = m["date_text"]
-        events = [e for s in sorted(sessions) for e in sessions[s]]
-        meta = dict(conv.meta, session_dates=session_dates, source="locomo10+" + KEY_NAME)
-        out.append(Conversation(id=conv.id, speakers=conv.speakers, events=events, meta=meta))
-    return out
-
-
-_GOLD_TYPES = {"reversal_arcs": ReversalArc, "hard_negative_arcs": HardNegativeArc,
-               "drafts": Draft, "update_chains": UpdateChain, "pii_plants": PIIPlant,
-               "crisis_plants": CrisisPlant, "emotional_negatives": EmotionalHardNegative}
-
-
-def load_locomo_dataset(locomo_path: str | Path, key_path: str | Path | None = None,
-                        errata: str | None = None, include_crisis: bool = False) -> Dataset:
-    """TWIST-LoCoMo as a Dataset: the user's LoCoMo with our turns inserted, the gold of all four
-    tracks, and LoCoMo QA (re-validated-out items keep `excluded` set; the tracks skip them).
-
-    key_path None = the committed key (the crisis variant with include_crisis). A LoCoMo file
-    whose sha256 differs from the one the key names is refused (InputError). `errata` as in
-    corpus.locomo.locomo_dataset.
-    """
-    kp = Path(key_path) if key_path else default_key_path(include_crisis)
-    doc, digest = read_key(kp)
-    if doc.get("name") != KEY_NAME:
-        raise InputError(str(kp), f"this is a {doc.get('name')!r} key", field="name",
-                         expected=f"{KEY_NAME!r}")
-    payload = doc["payload"]
-    corpus = load_locomo(locomo_path)
-    want = payload.get("locomo_sha256")
-    if want != corpus.sha256:
-        raise InputError(str(locomo_path), f"this key ({kp.name}, {doc['version']}) applies to "
-                         f"locomo10.json with sha256 {want}, but this file's sha256 is "
-                         f"{corpus.sha256}", field="sha256",
-                         expected="the LoCoMo release file the key was built on "
-                         "(snap-research/locomo data/locomo10.json)")
-    conversations = apply_locomo_key(corpus, payload, str(kp))
-    excluded = {e["qa"]: e["reason"] for e in payload.get("revalidation", {}).get("excluded", [])}
-    qa = [q.model_copy(update={"excluded": excluded[q.id]}) if q.id in excluded else q
-          for q in corpus.qa]
-    version = str(doc["version"])
-    key_sha = digest
-    meta: dict[str, Any] = {"locomo_report": corpus.report.as_dict(),
-                            "locomo_sha256": corpus.sha256,
-                            "qa_excluded": len(excluded), "key_file": str(kp)}
-    if errata:
-        from twistbench.build.errata import apply_errata, resolve_errata_path
-        from twistbench.build.key import sha256_file
-
-        epath = resolve_errata_path(errata, locomo_path)
-        qa, erep = apply_errata(qa, epath)
-        meta["errata"] = erep.as_dict()
-        version = f"{version}+{erep.version_tag}"
-        key_sha = sha256_bytes(f"{digest}+{sha256_file(epath)}".encode())
-    gold: dict[str, list[Any]] = {}
-    for fld, cls in _GOLD_TYPES.items():
-        items = []
-        for i, raw in enumerate(payload.get("gold", {}).get(fld, [])):
-            try:
-                items.append(cls.model_validate(raw))
-            except Exception as exc:  # pydantic ValidationError -> one clear InputError
-                raise pydantic_to_input_error(str(kp), f"payload.gold.{fld}[{i}]", exc) from exc
-        gold[fld] = items
-    try:
-        return Dataset(name="twist-locomo", version=version, key_sha256=key_sha,
-                       conversations=conversations, qa=qa, meta=meta, **gold)
-    except Exception as exc:
-        raise pydantic_to_input_error(str(kp), "dataset", exc) from exc

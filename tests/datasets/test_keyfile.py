@@ -1,6 +1,6 @@
 import pytest
 
-from twistbench.build.key import read_key, sha256_file, write_key
+from twistbench.datasets.keyfile import read_key, sha256_file, write_key
 from twistbench.errors import InputError
 
 

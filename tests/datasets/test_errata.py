@@ -1,4 +1,4 @@
-"""build/errata.py: the locomo-audit overlay, on hand-made entries and on the real file."""
+"""datasets/errata.py: the locomo-audit overlay, on hand-made entries and on the real file."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from twistbench.build.errata import apply_errata, read_errata, resolve_errata_path
-from twistbench.corpus.locomo import load_locomo, locomo_dataset
+from twistbench.datasets.errata import apply_errata, read_errata, resolve_errata_path
+from twistbench.datasets.locomo import load_locomo, locomo_dataset
 from twistbench.errors import InputError
 from twistbench.model import QAItem
 

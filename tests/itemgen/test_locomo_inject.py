@@ -1,4 +1,4 @@
-"""build/locomo_inject.py: the TWIST-LoCoMo key (counts, ids, placement, dates, voice, refusal)."""
+"""itemgen/locomo_inject.py: the TWIST-LoCoMo key (counts, ids, placement, dates, voice, refusal)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,16 @@ from datetime import datetime
 
 import pytest
 
-from twistbench.build.key import encode_key, read_key, sha256_bytes
-from twistbench.build.locomo_inject import (
+from twistbench.datasets.keyfile import encode_key, read_key, sha256_bytes
+from twistbench.datasets.locomo import load_locomo
+from twistbench.datasets.paths import locomo_key_path
+from twistbench.datasets.twist_locomo import (
     CRISIS_VERSION,
     KEY_NAME,
     KEY_VERSION,
-    SIZES,
-    build_locomo,
-    default_key_path,
-    derive_voice,
     load_locomo_dataset,
 )
-from twistbench.corpus.locomo import load_locomo
+from twistbench.itemgen.locomo_inject import SIZES, build_locomo, derive_voice
 from twistbench.errors import InputError
 from twistbench.model import Conversation, Event
 
@@ -46,7 +44,7 @@ def builds():
 def test_committed_keys_regenerate_byte_identical(builds, crisis):
     payload, report = builds[crisis]
     data = encode_key(KEY_NAME, CRISIS_VERSION if crisis else KEY_VERSION, payload)
-    path = default_key_path(crisis)
+    path = locomo_key_path(crisis)
     want = path.with_name(path.name + ".sha256").read_text().split()[0]
     assert sha256_bytes(data) == want
     # counts against the LoCoMo column of whitepaper §4.3, as the build report prints them
@@ -79,7 +77,7 @@ def test_crisis_key_only_adds_crisis_turns(datasets):
     for c, cx in zip(ds.conversations, dsx.conversations, strict=True):
         assert [e for e in cx.events if not e.id.startswith("TX")] == c.events
     # the default key file holds no crisis phrasing at all
-    text = default_key_path(False).read_text()
+    text = locomo_key_path(False).read_text()
     for p in dsx.crisis_plants:
         assert all(k not in text for k in p.key_phrases)
         assert p.turn.startswith("TX")
@@ -231,7 +229,7 @@ def test_refuses_other_locomo_file(tmp_path, locomo_path):
 
 
 def test_refuses_tampered_key(tmp_path, locomo_path):
-    doc, _ = read_key(default_key_path())
+    doc, _ = read_key(locomo_key_path())
     bad = tmp_path / "k.json"
     bad.write_bytes(encode_key(KEY_NAME, KEY_VERSION, dict(doc["payload"], turns=[{"id": "D1:1"}])))
     with pytest.raises(InputError, match="bad injected turn"):
@@ -274,7 +272,7 @@ def test_variety_gate(builds):
 def test_no_accidental_contradiction_of_an_arc(datasets):
     """Items of other tracks never use words that would contradict a Track A anchor of their
     conversation (e.g. a car update chain for someone who "will never buy a car")."""
-    from twistbench.build.templates.locomo_arcs import CLASHES
+    from twistbench.itemgen.templates.locomo_arcs import CLASHES
 
     _, ds, _ = datasets
     for conv in ds.conversations:

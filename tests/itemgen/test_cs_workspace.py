@@ -9,25 +9,27 @@ from pathlib import Path
 
 import pytest
 
-from twistbench.build import cs_workspace as cs
-from twistbench.build.key import read_key, sha256_file
-from twistbench.build.templates import cs_pools
+from twistbench.datasets.paths import CS_CRISIS_KEY_FILE, CS_KEY_FILE
+from twistbench.datasets.twist_cs import VERSION, VERSION_CRISIS, load_cs_dataset
+from twistbench.itemgen import cs_workspace as cs
+from twistbench.datasets.keyfile import read_key, sha256_file
+from twistbench.itemgen.templates import cs_pools
 from twistbench.errors import InputError
 from twistbench.model import Dataset
 
 REPO = Path(__file__).resolve().parents[2]
-KEY = REPO / "data" / cs.KEY_FILE
-CRISIS_KEY = REPO / "data" / cs.CRISIS_KEY_FILE
+KEY = REPO / "data" / CS_KEY_FILE
+CRISIS_KEY = REPO / "data" / CS_CRISIS_KEY_FILE
 
 
 @pytest.fixture(scope="module")
 def ds() -> Dataset:
-    return cs.load_cs_dataset()
+    return load_cs_dataset()
 
 
 @pytest.fixture(scope="module")
 def crisis_ds() -> Dataset:
-    return cs.load_cs_dataset(include_crisis=True)
+    return load_cs_dataset(include_crisis=True)
 
 
 @pytest.fixture(scope="module", params=["default", "crisis"])
@@ -48,7 +50,7 @@ def _pos(dataset: Dataset, conv: str) -> dict[str, int]:
 
 
 def test_committed_keys_are_versioned_and_hashed(ds, crisis_ds):
-    for path, version in ((KEY, cs.VERSION), (CRISIS_KEY, cs.VERSION_CRISIS)):
+    for path, version in ((KEY, VERSION), (CRISIS_KEY, VERSION_CRISIS)):
         doc, digest = read_key(path)
         assert doc["name"] == "twist-cs" and doc["version"] == version
         side = path.with_name(path.name + ".sha256").read_text().split()
@@ -239,7 +241,7 @@ def test_safety_plants(any_ds):
 
 
 def test_crisis_plants_and_identity(ds, crisis_ds):
-    from twistbench.build.templates import cs_crisis_optin
+    from twistbench.itemgen.templates import cs_crisis_optin
 
     src = Path(cs_crisis_optin.__file__).read_text()
     assert src.startswith("# CONTENT WARNING")
@@ -311,26 +313,26 @@ def test_variety_report_on_the_committed_key(ds):
 
 
 def test_tampered_key_is_refused(tmp_path):
-    bad = tmp_path / cs.KEY_FILE
+    bad = tmp_path / CS_KEY_FILE
     bad.write_bytes(KEY.read_bytes().replace(b"Brightwell", b"Brightwelk", 1))
-    (tmp_path / (cs.KEY_FILE + ".sha256")).write_text(
+    (tmp_path / (CS_KEY_FILE + ".sha256")).write_text(
         KEY.with_name(KEY.name + ".sha256").read_text())
     with pytest.raises(InputError, match="sha256"):
-        cs.load_cs_dataset(bad)
+        load_cs_dataset(bad)
 
 
 def test_wrong_key_name_and_bad_payload_are_refused(tmp_path):
-    from twistbench.build.key import write_key
+    from twistbench.datasets.keyfile import write_key
 
     p = tmp_path / "k.json"
     write_key(p, name="twist-locomo", version="x", payload={})
     with pytest.raises(InputError, match="name"):
-        cs.load_cs_dataset(p)
+        load_cs_dataset(p)
     doc = json.loads(KEY.read_text())["payload"]
     doc["reversal_arcs"][0]["anchor"] = ["cs-nowhere:e9999"]
-    write_key(p, name="twist-cs", version=cs.VERSION, payload=doc)
+    write_key(p, name="twist-cs", version=VERSION, payload=doc)
     with pytest.raises(InputError, match="payload"):
-        cs.load_cs_dataset(p)
+        load_cs_dataset(p)
 
 
 def _mock_endpoint(rewrite):

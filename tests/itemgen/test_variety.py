@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from twistbench.build.variety import (
+from twistbench.itemgen.variety import (
     VarietyTurn,
     Vocabulary,
     cue_shares,

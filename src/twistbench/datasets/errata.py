@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twistbench.build.key import sha256_file
+from twistbench.datasets.keyfile import sha256_bytes, sha256_file
+from twistbench.datasets.paths import LOCOMO_AUDIT_ERRATA, shared_data_dir
 from twistbench.errors import InputError
 from twistbench.model import Dataset, QAItem
 
@@ -75,15 +76,14 @@ class ErrataReport:
 
 def resolve_errata_path(errata: str | Path, locomo_path: str | Path | None = None) -> Path:
     """`--errata` value -> file. "locomo-audit" means ../locomo-audit/errors.json next to the
-    folder holding locomo10.json (the layout of the shared data), else ../shared/data beside the
-    repository; anything else is a path."""
+    folder holding locomo10.json (the layout of the shared data), else in the shared data folder
+    (datasets/paths.py); anything else is a path."""
     if str(errata) == ERRATA_NAME:
         candidates: list[Path] = []
         if locomo_path is not None:
             beside = Path(locomo_path).resolve().parent.parent
             candidates.append(beside / "locomo-audit" / "errors.json")
-        candidates.append(Path(__file__).resolve().parents[4] / "shared" / "data" / "locomo-audit"
-                          / "errors.json")
+        candidates.append(shared_data_dir() / LOCOMO_AUDIT_ERRATA)
         for c in candidates:
             if c.exists():
                 return c
@@ -136,7 +136,7 @@ def apply_errata(dataset_or_qa: Dataset | list[QAItem], errata_path: str | Path
                  ) -> tuple[list[QAItem], ErrataReport]:
     """Corrected copies of the QA items and what changed. The input is not modified.
 
-    Items are found by their audit id (QAItem.meta["audit_id"], set by corpus/locomo.py) or, for
+    Items are found by their audit id (QAItem.meta["audit_id"], set by datasets/locomo.py) or, for
     items without one, by conversation order. Evidence ids that name no turn of the item's
     conversation (checked only when a Dataset is given) are dropped and the entry listed under
     not_applied with the reason.
@@ -195,3 +195,16 @@ def apply_errata(dataset_or_qa: Dataset | list[QAItem], errata_path: str | Path
         rep.changes.append({"item": item.id, "question_id": qid, "error_type": etype,
                             "answer_changed": ans_changed, "evidence_changed": ev_changed})
     return out, rep
+
+
+def overlay_errata(qa: list[QAItem], errata: str, locomo_path: str | Path, version: str,
+                   key_sha256: str) -> tuple[list[QAItem], str, str, dict[str, Any]]:
+    """Apply the `--errata` overlay to LoCoMo QA at load time.
+
+    Returns (corrected QA, dataset version naming the overlay, key sha256 covering the base key
+    and the overlay file, the ErrataReport as a dict for Dataset.meta["errata"]).
+    """
+    epath = resolve_errata_path(errata, locomo_path)
+    qa, erep = apply_errata(qa, epath)
+    digest = sha256_bytes(f"{key_sha256}+{sha256_file(epath)}".encode())
+    return qa, f"{version}+{erep.version_tag}", digest, erep.as_dict()

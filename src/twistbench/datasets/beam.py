@@ -35,10 +35,8 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.audit.traces import GoldQuery
-from twistbench.audit.tracing import AuditCorpus
 from twistbench.errors import InputError
-from twistbench.model import Conversation, Event
+from twistbench.model import AuditCorpus, Conversation, Event, GoldQuery
 
 QUESTIONS = Path("probing_questions") / "probing_questions.json"
 ANSWER_FIELDS = ("answer", "ideal_answer", "ideal_response", "ideal_summary")

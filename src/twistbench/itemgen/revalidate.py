@@ -21,7 +21,7 @@ from typing import Any
 
 import Stemmer  # PyStemmer (Snowball English): fast, and no nltk import (which pulls in scipy)
 
-from twistbench.corpus.locomo import LocomoCorpus
+from twistbench.datasets.locomo import LocomoCorpus
 
 _STEMMER = Stemmer.Stemmer("english")
 
