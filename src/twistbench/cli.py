@@ -26,6 +26,7 @@ from twistbench.datasets.registry import (
     load_dataset,
 )
 from twistbench.errors import InputError
+from twistbench.judges import DEFAULT_JUDGE, make_judge
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   help="twistbench: TWIST tracks and TIAP audits for conversational memory.")
@@ -137,12 +138,16 @@ def run(
     seed: Annotated[int, typer.Option(help="Seed recorded in the manifest and given to "
                                       "stochastic parts.")] = 1337,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    judge: Annotated[str, typer.Option(
+        "--judge", help="Judge of free-text answers (Track C): a registered name (structural), "
+        "an installed plugin, or module:Class.")] = DEFAULT_JUDGE,
 ) -> None:
     """Run systems through the TWIST tracks and print the profile."""
     from twistbench.runs.runner import RunSettings, run_system
     from twistbench.systems import DEFAULT_SYSTEMS, make_system
 
     try:
+        judge_obj = make_judge(judge)
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         systems = system or list(DEFAULT_SYSTEMS)
         per = parse_options(option, systems)
@@ -156,7 +161,7 @@ def run(
             folder = out / _folder_name(spec)
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
                                  gold_channel=entry.gold_channel, settings=settings,
-                                 dataset_source=source)
+                                 judge=judge_obj, dataset_source=source)
             folders.append(folder)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
                     f"{outcome.errors} errors")
@@ -214,7 +219,7 @@ def report(
     locomo: LocomoOpt = None,
 ) -> None:
     """Re-score saved runs (no system is called) and print the profile."""
-    from twistbench.runs.folder import find_run_folders
+    from twistbench.records import find_run_folders
 
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
@@ -282,7 +287,7 @@ def list_(
     what: Annotated[str | None, typer.Argument(help="datasets, systems or tracks (default all)")] = None,
 ) -> None:
     """List datasets, systems and tracks."""
-    from twistbench.systems import REGISTRY
+    from twistbench.systems import available_systems
     from twistbench.tracks import TRACKS
 
     sections = [what] if what else ["datasets", "systems", "tracks"]
@@ -297,7 +302,7 @@ def list_(
         elif sec == "systems":
             table.add_column("name")
             table.add_column("description")
-            for s in REGISTRY.values():
+            for s in available_systems().values():
                 table.add_row(s.name, s.description)
         elif sec == "tracks":
             table.add_column("key")

@@ -35,9 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from twistbench.model import Dataset
 from twistbench.report.profile import COLUMNS
 from twistbench.runs.folder import Redactor, RunFolder
-from twistbench.runs.records import ItemRecord
+from twistbench.records import ItemRecord
 from twistbench.runs.runner import RunSettings, run_system
-from twistbench.stats import ItemOutcome
+from twistbench.tracks.base import ItemOutcome
 from twistbench.systems import make_system
 from twistbench.tracks import TRACKS, RunScores, item_outcomes, score_run
 

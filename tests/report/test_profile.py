@@ -19,7 +19,8 @@ from twistbench.report.profile import (
 from twistbench.report.render import fmt_metric, render_cell, render_json, render_markdown, render_pair
 from twistbench.report.runs import report_runs, restrict, score_folder
 from twistbench.runs.runner import RunSettings, run_system
-from twistbench.stats import Metric, TrackResult, proportion
+from twistbench.stats import Metric, proportion
+from twistbench.tracks.base import TrackResult
 from twistbench.tracks import RunScores, score_run
 
 DS = demo_dataset()

@@ -4,7 +4,7 @@ import pytest
 
 from twistbench.errors import InputError
 from twistbench.runs.folder import REDACTED, Redactor, RunFolder, iter_records
-from twistbench.runs.records import ItemRecord
+from twistbench.records import ItemRecord
 
 
 def rec(i):

@@ -5,7 +5,7 @@ import pytest
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import Answer
 from twistbench.runs.guard import GuardedSystem
-from twistbench.tracks.base import SystemCallError
+from twistbench.records import SystemCallError
 
 
 class Sys(BaseSystem):

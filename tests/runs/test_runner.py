@@ -17,11 +17,12 @@ class RecallTrack:
 
     key = "T"
     title = "toy"
+    headline = ()
 
     def not_applicable(self, caps: Capabilities, dataset):
         return None if caps.recall else "needs recall"
 
-    def tasks(self, dataset, conversation_id, caps):
+    def tasks(self, dataset, conversation_id, caps, judge=None):
         out = []
         for ch in dataset.items_of(conversation_id, "update_chains"):
             for q in ch.queries:
@@ -36,7 +37,7 @@ class RecallTrack:
                             run=lambda g, st, text=d.text: {"verdict": g.check_alignment(text).model_dump()}))
         return out
 
-    def score(self, dataset, records, caps):
+    def score(self, dataset, records, caps, judge=None):
         return {}
 
 
@@ -146,7 +147,7 @@ def test_secret_options_never_reach_the_folder(tmp_path, monkeypatch):
 class StatefulTrack(RecallTrack):
     """One task per conversation that resolves something (state) and records what it did."""
 
-    def tasks(self, dataset, conversation_id, caps):
+    def tasks(self, dataset, conversation_id, caps, judge=None):
         def run(g, st):
             g.resolve(f"r-{conversation_id}")
             return {"resolved": f"r-{conversation_id}"}

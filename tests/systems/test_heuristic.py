@@ -1,9 +1,11 @@
 import pytest
 from systems_helpers import conversation, ingest_all
 
-from twistbench.judge.structural import classify_answer
+from twistbench.judges.structural import classify_answer
 from twistbench.model import Answer, ChainQuery, FactState, UpdateChain
 from twistbench.systems import heuristic as H
+from twistbench.systems.heuristic import governance
+from twistbench.systems.heuristic.lexicon import _CRISIS
 from twistbench.systems.heuristic import HeuristicSystem, stance, valence, value_mentions
 
 
@@ -173,7 +175,7 @@ def test_resolve_retires_the_refuted_claim():
 def test_presidio_governor_when_installed():
     pytest.importorskip("presidio_analyzer")
     if H.load_presidio() is None:
-        pytest.skip(f"presidio present but unusable: {H._presidio_error}")
+        pytest.skip(f"presidio present but unusable: {governance._presidio_error}")
     s = HeuristicSystem(pii="presidio")
     assert s.config()["pii_governor"].startswith("presidio")
     conv = conversation("p", [
@@ -207,7 +209,7 @@ def test_regex_fallback_is_reported():
     ("We will kill the legacy dashboard and cut the old reports.", False),
 ])
 def test_crisis_lexicon(text, crisis):
-    assert bool(H._CRISIS.search(text)) == crisis
+    assert bool(_CRISIS.search(text)) == crisis
 
 
 def test_no_crisis_false_positive_on_locomo(locomo_path):
@@ -217,7 +219,7 @@ def test_no_crisis_false_positive_on_locomo(locomo_path):
     turns = [t["text"] for c in data for k, v in c["conversation"].items()
              if k.startswith("session_") and isinstance(v, list) for t in v]
     assert len(turns) > 5000
-    assert [t for t in turns if H._CRISIS.search(t)] == []
+    assert [t for t in turns if _CRISIS.search(t)] == []
 
 
 def test_recall_about_a_named_person_uses_their_turns():

@@ -4,7 +4,7 @@ import pytest
 from twist_fixtures import FakeGuarded, answer_output, conversation, dataset, err_record, ok_record
 
 from twistbench.contract import Capabilities
-from twistbench.judge.structural import JudgeVerdict
+from twistbench.judges.base import JudgeVerdict
 from twistbench.model import Answer, ChainQuery, FactState, Tension, UpdateChain
 from twistbench.tracks.base import PHASE_POST_RESOLUTION, PHASE_QUERY, ConversationState, EmittedTension
 from twistbench.tracks.c_supersession import TRACK, SupersessionTrack, pick_tension

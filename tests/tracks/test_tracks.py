@@ -158,7 +158,7 @@ def test_select_tracks():
 
 
 def test_score_run_takes_another_judge_for_track_c(toy_run):
-    from twistbench.judge.structural import JudgeVerdict
+    from twistbench.judges.base import JudgeVerdict
 
     class AlwaysStale:
         name = "always-stale"

@@ -16,8 +16,8 @@ from twistbench.model import (
     Tension,
     Verdict,
 )
-from twistbench.runs.records import ItemError, ItemRecord, stable_hash
-from twistbench.tracks.base import SystemCallError
+from twistbench.records import ItemError, ItemRecord, stable_hash
+from twistbench.records import SystemCallError
 
 T0 = datetime(2025, 1, 1)
 
@@ -71,7 +71,7 @@ def answer_output(text: str, evidence: list[str] | None = None) -> dict:
 
 
 class FakeGuarded:
-    """Stands in for runs.guard.GuardedSystem inside task.run: canned answers, a call log."""
+    """Stands in for the SystemView (runs.guard.GuardedSystem) inside task.run: canned answers, a call log."""
 
     def __init__(self, answers: dict[str, Answer] | None = None, verdicts: dict[str, Verdict] | None = None,
                  tensions: list[Tension] | None = None, fail: set[str] | None = None, caps=None):

@@ -28,6 +28,9 @@ from twistbench.audit.traces import write_gold_jsonl, write_lineage_jsonl
 from twistbench.contract import MemorySystem
 from twistbench.datasets.audit_corpus import corpus_from_dataset, raw_lineage
 from twistbench.errors import InputError
+from twistbench.records import SystemCallError
+from twistbench.runs.folder import Redactor
+from twistbench.runs.guard import GuardedSystem
 from twistbench.model import AuditCorpus, Dataset, GoldQuery, LineageRow
 
 DEFAULT_K = 60
@@ -64,9 +67,6 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     k: ranked ids per query (default 60, TIAP §4).
     conversations: restrict to these conversation ids (default: all).
     """
-    from twistbench.runs.guard import GuardedSystem
-    from twistbench.tracks.base import SystemCallError
-
     caps = system.capabilities
     if not (caps.retrieve and caps.lineage):
         missing = [c for c in ("retrieve", "lineage") if not getattr(caps, c)]
@@ -152,8 +152,6 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     write_lineage_jsonl(out / "lineage.jsonl", lineage_rows)
     write_gold_jsonl(out / "gold.jsonl", gold_rows)
     report.seconds = round(time.perf_counter() - t0, 3)
-    from twistbench.runs.folder import Redactor
-
     raw_config = system.config() if hasattr(system, "config") else {}
     config = Redactor(raw_config).config(raw_config)  # never write a secret option
     manifest = {"report": report.as_dict(), "system_config": config,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from twistbench.datasets.demo import demo_dataset
 from twistbench.contract import Capabilities, MemorySystem
 from twistbench.runs.guard import GuardedSystem
-from twistbench.tracks.base import SystemCallError
+from twistbench.records import SystemCallError
 
 _CONTRACT_CALLS = ("reset", "ingest", "flag_tensions", "recall", "check_alignment", "resolve",
                    "retrieve", "lineage")

@@ -27,7 +27,7 @@ from twistbench.model import (
     Tension,
     Verdict,
 )
-from twistbench.tracks.base import SystemCallError
+from twistbench.records import SystemCallError
 
 T = TypeVar("T")
 

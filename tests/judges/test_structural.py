@@ -2,8 +2,9 @@
 
 import pytest
 
-from twistbench.judge.structural import (
-    Judge,
+from twistbench.judges import make_judge
+from twistbench.judges.base import Judge
+from twistbench.judges.structural import (
     StructuralJudge,
     address_leaked,
     classify_answer,

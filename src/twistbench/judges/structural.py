@@ -2,8 +2,8 @@
 
 No model, no network: an answer is judged by which gold values it names (word-boundary,
 case-, accent- and punctuation-insensitive) and by the cue words that mark which value is
-current. The `Judge` protocol lets an LLM judge replace `StructuralJudge` later; every judge
-returns the same `JudgeVerdict`.
+current. Any judge registered in judges/__init__.py can replace `StructuralJudge`; every judge
+returns the same `JudgeVerdict` (judges/base.py).
 
 Track C outcomes (for one answer against one update chain):
 - "current": names every current value and no superseded value asserted as current;
@@ -25,12 +25,10 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
 
+from twistbench.judges.base import Outcome, JudgeVerdict
 from twistbench.model import Answer, ChainQuery, UpdateChain
 
-Outcome = Literal["current", "stale", "hedged", "history", "partial", "none"]
-OUTCOMES: tuple[Outcome, ...] = ("current", "stale", "hedged", "history", "partial", "none")
 
 _WS = re.compile(r"\s+")
 # Apostrophes vanish (so "Caroline's" -> "carolines" in both text and value); every other
@@ -220,44 +218,11 @@ def mark_mentions(text: str, mentions: list[Mention]) -> list[Mention]:
     return mentions
 
 
-@dataclass
-class JudgeVerdict:
-    outcome: Outcome
-    current_named: list[int]  # indices (into chain.states) of current states named
-    superseded_named: list[int]  # indices of superseded states named
-    cites_current: bool  # Answer.evidence includes a current state's turn
-    cites_superseded: bool
-    reason: str
-    mentions: list[dict] = field(default_factory=list)
-    judge: str = "structural"
-
-    def as_dict(self) -> dict:
-        return {
-            "outcome": self.outcome,
-            "current_named": self.current_named,
-            "superseded_named": self.superseded_named,
-            "cites_current": self.cites_current,
-            "cites_superseded": self.cites_superseded,
-            "reason": self.reason,
-            "mentions": self.mentions,
-            "judge": self.judge,
-        }
-
-
-@runtime_checkable
-class Judge(Protocol):
-    """Classifies one Track C answer. A judge must be deterministic for re-scoring (an LLM judge
-    caches its responses) and must say its name, which goes into the report."""
-
-    name: str
-
-    def classify(self, chain: UpdateChain, query: ChainQuery, answer: Answer) -> JudgeVerdict: ...
-
-
 class StructuralJudge:
     """Value matching + currency cues; see the module docstring for the outcomes."""
 
     name = "structural"
+    version = "1"
 
     def classify(self, chain: UpdateChain, query: ChainQuery, answer: Answer) -> JudgeVerdict:
         return classify_answer(chain, answer.text, answer.evidence)
