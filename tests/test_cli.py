@@ -80,8 +80,9 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert without_timing(items(folder)) == without_timing(reference)
 
     # No finished item was sent to the system again (ingest replays state; it is not an item).
-    from twistbench.tracks import TRACKS
     from toy_systems import KeywordToy
+
+    from twistbench.tracks import TRACKS
 
     ds = demo_dataset()
     requests = {t.item_id: json.dumps(t.request) for tr in TRACKS.values()

@@ -8,25 +8,45 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 from rich.table import Table
+from typer.core import TyperGroup
 
+from twistbench.audit.contested import semantic_audit_files
+from twistbench.audit.core import audit
+from twistbench.audit.native import native_matrix
+from twistbench.audit.report import render_audit_markdown
+from twistbench.audit.tracing import write_traces
 from twistbench.datasets.locomo import dataset_notes
 from twistbench.datasets.paths import cs_key_path
 from twistbench.datasets.registry import (
     DATASETS,
     DEFAULT_DATASET,
-    REGISTRY as DATASET_REGISTRY,
     DatasetOptions,
     load_dataset,
 )
+from twistbench.datasets.registry import (
+    REGISTRY as DATASET_REGISTRY,
+)
 from twistbench.errors import InputError
 from twistbench.judges import DEFAULT_JUDGE, make_judge
+from twistbench.model import dump_json_schemas
+from twistbench.records import find_run_folders
+from twistbench.report.compare import compare_folders, render_comparison
+from twistbench.report.plots import plot_profile
+from twistbench.report.runs import export_predictions as export
+from twistbench.report.runs import report_predictions, report_runs
+from twistbench.runs.conform import check_conformance
+from twistbench.runs.runner import RunSettings, run_system
+from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
+from twistbench.systems import DEFAULT_SYSTEMS, available_systems, make_system
+from twistbench.tracks import TRACKS
+from twistbench.validation.separability import render_validation_markdown, validate_dataset
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   help="twistbench: TWIST tracks and TIAP audits for conversational memory.")
@@ -36,7 +56,6 @@ app.add_typer(build_app, name="build")
 
 class _AuditGroup(TyperGroup):
     """`twist audit TRACES...` audits trace files; `twist audit native|labels` are subcommands."""
-
     def parse_args(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["traces", *args]
@@ -143,9 +162,6 @@ def run(
         "an installed plugin, or module:Class.")] = DEFAULT_JUDGE,
 ) -> None:
     """Run systems through the TWIST tracks and print the profile."""
-    from twistbench.runs.runner import RunSettings, run_system
-    from twistbench.systems import DEFAULT_SYSTEMS, make_system
-
     try:
         judge_obj = make_judge(judge)
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
@@ -184,7 +200,6 @@ def _folder_name(spec: str) -> str:
 
 def _print_report(folders: list[Path], out: Path | None, fmt: str = "md",
                   locomo: Path | None = None) -> None:
-    from twistbench.report.runs import report_runs
 
     _emit_report(report_runs(folders, locomo=locomo), out, fmt)
 
@@ -193,7 +208,6 @@ def _emit_report(rep, out: Path | None, fmt: str) -> None:  # noqa: ANN001 - Run
     """Print the profile; with `out`, also write report.md, report.json and profile plots."""
     written = []
     if out is not None:
-        from twistbench.report.plots import plot_profile
 
         out.mkdir(parents=True, exist_ok=True)
         (out / "report.md").write_text(rep.markdown, encoding="utf-8")
@@ -219,8 +233,6 @@ def report(
     locomo: LocomoOpt = None,
 ) -> None:
     """Re-score saved runs (no system is called) and print the profile."""
-    from twistbench.records import find_run_folders
-
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
@@ -237,8 +249,6 @@ def compare(
     locomo: LocomoOpt = None,
 ) -> None:
     """Paired McNemar tests per item type between two runs on the same key."""
-    from twistbench.report.compare import compare_folders, render_comparison
-
     try:
         cmp = compare_folders(run_1, run_2, locomo=locomo)
     except InputError as exc:
@@ -255,8 +265,6 @@ def export_predictions(
     out: Annotated[Path, typer.Option("--out", "-o", help="Predictions file (JSONL).")],
 ) -> None:
     """Write Track B verdicts in the public TWIST predictions format {item_id, aligned, evidence}."""
-    from twistbench.report.runs import export_predictions as export
-
     try:
         n = export(run_dir, out)
     except InputError as exc:
@@ -273,8 +281,6 @@ def score_predictions(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report here.")] = None,
 ) -> None:
     """Score Track B predictions made by another harness against a key."""
-    from twistbench.report.runs import report_predictions
-
     try:
         ds, _ = _dataset(dataset, locomo, None, False)
         _emit_report(report_predictions(ds, predictions, system=name), out, "md")
@@ -287,9 +293,6 @@ def list_(
     what: Annotated[str | None, typer.Argument(help="datasets, systems or tracks (default all)")] = None,
 ) -> None:
     """List datasets, systems and tracks."""
-    from twistbench.systems import available_systems
-    from twistbench.tracks import TRACKS
-
     sections = [what] if what else ["datasets", "systems", "tracks"]
     for sec in sections:
         table = Table(title=sec)
@@ -321,9 +324,6 @@ def conform(
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 30.0,
 ) -> None:
     """Check a system against the contract on a small built-in conversation."""
-    from twistbench.runs.conform import check_conformance
-    from twistbench.systems import make_system
-
     try:
         sys_obj, _ = make_system(system, parse_options(option, [system])[system])
     except InputError as exc:
@@ -358,7 +358,9 @@ def build_cs(
                                              "API key, for --paraphrase.")] = "OPENAI_API_KEY",
 ) -> None:
     """Generate the TWIST-CS workspaces and key; print counts and the variety report."""
-    from twistbench.itemgen.cs_workspace import DEFAULT_SEED, ParaphraseConfig, run_build_cs
+    # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
+    from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
+    from twistbench.itemgen.paraphrase import ParaphraseConfig
 
     para = None
     if paraphrase:
@@ -384,6 +386,7 @@ def build_locomo(
     include_crisis: CrisisOpt = False,
 ) -> None:
     """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
+    # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
     try:
@@ -413,8 +416,6 @@ def validate(
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Separability audit (whitepaper §6.3): flat-rag, fact-rag and oracle on every item."""
-    from twistbench.validate import render_markdown, validate_dataset
-
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         rep = validate_dataset(ds, out, write_filtered=write_filtered,
@@ -422,7 +423,7 @@ def validate(
                                dataset_source=source)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(rep), markup=False, highlight=False)
+    console.print(render_validation_markdown(rep), markup=False, highlight=False)
     if not rep.passed:
         raise typer.Exit(1)
 
@@ -445,9 +446,6 @@ def trace(
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
 ) -> None:
     """Write ranked retrieval traces and lineage of a system (input to `twist audit`)."""
-    from twistbench.audit.tracing import write_traces
-    from twistbench.systems import make_system
-
     try:
         entry = DATASET_REGISTRY.get(dataset or "")
         if entry is not None and entry.audit_only:
@@ -474,17 +472,14 @@ def audit_traces(
                                              "per-query scores, contested cases, TREC files.")] = None,
     metric_variant: Annotated[str, typer.Option(help="standard or longmemeval (nDCG discount).")] = "standard",
     k: Annotated[int | None, typer.Option("-k", help="Cutoff (default: the traces' k).")] = None,
-    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 3000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 1337,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = TIAP_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (TIAP §4).")] = TIAP_BOOTSTRAP_SEED,
     group: Annotated[list[str] | None, typer.Option(
         help="NAME=run1,run2: a configuration set for design recommendations (repeatable).")] = None,
     labels: Annotated[list[Path] | None, typer.Option(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
     """Rescore saved traces under Raw, Source and Canonical targets."""
-    from twistbench.audit.core import audit
-    from twistbench.audit.report import render_markdown
-
     groups = {}
     for g in group or []:
         if "=" not in g:
@@ -497,7 +492,7 @@ def audit_traces(
                     seed=seed, k=k, groups=groups or None, labels=labels or ())
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(res), markup=False, highlight=False)
+    console.print(render_audit_markdown(res), markup=False, highlight=False)
 
 
 @audit_app.command("native")
@@ -510,22 +505,19 @@ def audit_native(
     max_facts: Annotated[list[int] | None, typer.Option(
         help="Parser densities (default 1, 5, 8).")] = None,
     k: Annotated[int, typer.Option("-k", help="Ranked ids per query.")] = 60,
-    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 3000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 1337,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = TIAP_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (TIAP §4).")] = TIAP_BOOTSTRAP_SEED,
     conversation: Annotated[list[str] | None, typer.Option(
         help="Only these LoCoMo conversations (repeatable).")] = None,
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
-    from twistbench.audit.native import native_matrix
-    from twistbench.audit.report import render_markdown
-
     try:
         res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
                             max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,
                             seed=seed, conversations=conversation)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(res.audit), markup=False, highlight=False)
+    console.print(render_audit_markdown(res.audit), markup=False, highlight=False)
     console.print(res.recommendation_table(), markup=False, highlight=False)
 
 
@@ -536,8 +528,6 @@ def audit_labels(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the result as JSON.")] = None,
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
-    from twistbench.audit.contested import semantic_audit_files
-
     try:
         res = semantic_audit_files(cases, labels, out)
     except InputError as exc:
@@ -546,7 +536,6 @@ def audit_labels(
 
 
 def _as_jsonable(obj):  # noqa: ANN001, ANN202
-    from dataclasses import asdict, is_dataclass
 
     if hasattr(obj, "model_dump"):
         return obj.model_dump()
@@ -560,8 +549,6 @@ def schema(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")] = None,
 ) -> None:
     """Print the JSON Schema of every record (datasets, items, system outputs)."""
-    from twistbench.model import dump_json_schemas
-
     text = dump_json_schemas()
     if out:
         out.write_text(text + "\n", encoding="utf-8")

@@ -6,11 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from synth import make_inputs, python_targets
 
 from twistbench.audit.metrics import discounts, metrics_from_hits, rescore
 from twistbench.audit.traces import Gold, GoldQuery, Lineage, LineageRow, Trace, TraceRun
-
-from synth import make_inputs, python_targets
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 

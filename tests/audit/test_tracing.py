@@ -12,9 +12,9 @@ from twistbench.audit.core import audit
 from twistbench.audit.native import NativeStore
 from twistbench.audit.traces import read_gold, read_lineage, read_traces
 from twistbench.audit.tracing import export_corpus, write_traces
+from twistbench.contract import BaseSystem, Capabilities
 from twistbench.datasets.audit_corpus import corpus_from_dataset, raw_lineage
 from twistbench.datasets.registry import load_audit_corpus
-from twistbench.contract import BaseSystem, Capabilities
 from twistbench.errors import InputError
 from twistbench.model import Conversation, Dataset, Event, QAItem, ScoredMemory
 

@@ -9,9 +9,9 @@ import pytest
 
 from twistbench.audit.core import audit
 from twistbench.audit.native import NativeStore
+from twistbench.audit.traces import write_lineage_jsonl
 from twistbench.audit.tracing import write_traces
 from twistbench.datasets.audit_corpus import raw_lineage
-from twistbench.audit.traces import write_lineage_jsonl
 from twistbench.datasets.longmemeval import load_longmemeval, parse_date
 from twistbench.errors import InputError
 

@@ -9,12 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from twistbench.datasets.keyfile import read_key, sha256_file
 from twistbench.datasets.paths import CS_CRISIS_KEY_FILE, CS_KEY_FILE
 from twistbench.datasets.twist_cs import VERSION, VERSION_CRISIS, load_cs_dataset
-from twistbench.itemgen import cs_workspace as cs
-from twistbench.datasets.keyfile import read_key, sha256_file
-from twistbench.itemgen.templates import cs_pools
 from twistbench.errors import InputError
+from twistbench.itemgen import cs_workspace as cs
+from twistbench.itemgen.cs_variety import cs_variety_report
+from twistbench.itemgen.paraphrase import ParaphraseConfig
+from twistbench.itemgen.templates import cs_pools
 from twistbench.model import Dataset
 
 REPO = Path(__file__).resolve().parents[2]
@@ -295,7 +297,7 @@ def test_no_gold_leaks_into_events(ds):
 
 
 def test_variety_report_on_the_committed_key(ds):
-    rep = cs.cs_variety_report(ds, seed=cs.DEFAULT_SEED)
+    rep = cs_variety_report(ds, seed=cs.DEFAULT_SEED)
     assert rep.n_arcs == {"reversal": 40, "hard_negative": 40}
     assert rep.bow_accuracy <= 0.65 and rep.bow_accuracy_mean <= 0.65
     assert rep.passes
@@ -351,7 +353,7 @@ def _mock_endpoint(rewrite):
 
 def test_paraphrase_rewrites_track_a_turns_through_the_cache(tmp_path, ds):
     transport, calls = _mock_endpoint(lambda t: "In other words: " + t)
-    cfg = cs.ParaphraseConfig(base_url="http://llm.test/v1", model="m", cache_dir=tmp_path,
+    cfg = ParaphraseConfig(base_url="http://llm.test/v1", model="m", cache_dir=tmp_path,
                               transport=transport)
     para, _ = cs.build_cs(paraphrase=cfg)
     assert para.version == "twist-cs-1.0+paraphrase"
@@ -369,7 +371,7 @@ def test_paraphrase_rewrites_track_a_turns_through_the_cache(tmp_path, ds):
     assert para.drafts == ds.drafts and para.update_chains == ds.update_chains
     # a rebuild answers from the cache: no calls, identical dataset
     transport2, calls2 = _mock_endpoint(lambda t: "never used")
-    again, _ = cs.build_cs(paraphrase=cs.ParaphraseConfig(
+    again, _ = cs.build_cs(paraphrase=ParaphraseConfig(
         base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport2))
     assert calls2 == [] and again == para
 
@@ -378,7 +380,7 @@ def test_paraphrase_that_loses_a_slot_value_is_refused(tmp_path, ds):
     import re as _re
 
     transport, _ = _mock_endpoint(lambda t: _re.sub(r"\$\d+k", "a lot", t))
-    para, _ = cs.build_cs(paraphrase=cs.ParaphraseConfig(
+    para, _ = cs.build_cs(paraphrase=ParaphraseConfig(
         base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport))
     assert para.meta["paraphrase"]["kept"] > 0
     for a0, a1 in zip(ds.reversal_arcs, para.reversal_arcs):
@@ -393,5 +395,5 @@ def test_paraphrase_endpoint_failure_is_an_input_error(tmp_path):
 
     transport = httpx.MockTransport(lambda request: httpx.Response(500, text="boom"))
     with pytest.raises(InputError, match="endpoint"):
-        cs.build_cs(paraphrase=cs.ParaphraseConfig(
+        cs.build_cs(paraphrase=ParaphraseConfig(
             base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport))

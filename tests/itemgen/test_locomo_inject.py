@@ -16,8 +16,8 @@ from twistbench.datasets.twist_locomo import (
     KEY_VERSION,
     load_locomo_dataset,
 )
-from twistbench.itemgen.locomo_inject import SIZES, build_locomo, derive_voice
 from twistbench.errors import InputError
+from twistbench.itemgen.locomo_inject import SIZES, build_locomo, derive_voice
 from twistbench.model import Conversation, Event
 
 LOCOMO_ID = re.compile(r"^D\d+:\d+$")

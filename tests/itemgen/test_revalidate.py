@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime
 
-from twistbench.itemgen.revalidate import keyword_stems, revalidate
 from twistbench.datasets.locomo import LocomoCorpus, LocomoReport
+from twistbench.itemgen.revalidate import keyword_stems, revalidate
 from twistbench.model import Conversation, Event, QAItem
 
 
@@ -61,8 +61,8 @@ def test_keyword_stems_drop_function_words():
 
 
 def test_committed_key_revalidation(locomo_path):
-    from twistbench.datasets.paths import locomo_key_path
     from twistbench.datasets.locomo import load_locomo
+    from twistbench.datasets.paths import locomo_key_path
 
     payload = json.loads(locomo_key_path().read_text())["payload"]
     corpus = load_locomo(locomo_path)

@@ -2,7 +2,6 @@
 
 import pytest
 
-from twistbench.judges import make_judge
 from twistbench.judges.base import Judge
 from twistbench.judges.structural import (
     StructuralJudge,

@@ -5,8 +5,8 @@ import json
 import pytest
 from toy_systems import KeywordToy
 
-from twistbench.datasets.demo import demo_dataset
 from twistbench.contract import Capabilities
+from twistbench.datasets.demo import demo_dataset
 from twistbench.errors import InputError
 from twistbench.report.profile import (
     COLUMNS,
@@ -16,12 +16,18 @@ from twistbench.report.profile import (
     group_by_key,
     make_cell,
 )
-from twistbench.report.render import fmt_metric, render_cell, render_json, render_markdown, render_pair
+from twistbench.report.render import (
+    fmt_metric,
+    render_cell,
+    render_json,
+    render_pair,
+    render_profile_markdown,
+)
 from twistbench.report.runs import report_runs, restrict, score_folder
 from twistbench.runs.runner import RunSettings, run_system
 from twistbench.stats import Metric, proportion
-from twistbench.tracks.base import TrackResult
 from twistbench.tracks import RunScores, score_run
+from twistbench.tracks.base import TrackResult
 
 DS = demo_dataset()
 
@@ -60,7 +66,7 @@ def test_cells_from_track_results():
 def test_profile_markdown_has_na_not_zero_and_the_key_under_the_table():
     only_recall = scores(Capabilities(recall=True))
     prof = build_profile([ProfileEntry("recall-only", only_recall)])
-    md = render_markdown(prof)
+    md = render_profile_markdown(prof)
     row = next(line for line in md.splitlines() if line.startswith("| recall-only"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     # A online, A batch, B and D are declined: N/A

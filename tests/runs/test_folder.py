@@ -3,8 +3,8 @@ import json
 import pytest
 
 from twistbench.errors import InputError
-from twistbench.runs.folder import REDACTED, Redactor, RunFolder, iter_records
 from twistbench.records import ItemRecord
+from twistbench.runs.folder import REDACTED, Redactor, RunFolder, iter_records
 
 
 def rec(i):

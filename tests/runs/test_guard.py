@@ -4,8 +4,8 @@ import pytest
 
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import Answer
-from twistbench.runs.guard import GuardedSystem
 from twistbench.records import SystemCallError
+from twistbench.runs.guard import GuardedSystem
 
 
 class Sys(BaseSystem):

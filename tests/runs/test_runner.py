@@ -3,10 +3,10 @@
 import json
 
 import pytest
-
 from toy_systems import FaultyToy, KeywordToy
-from twistbench.datasets.demo import demo_dataset
+
 from twistbench.contract import Capabilities
+from twistbench.datasets.demo import demo_dataset
 from twistbench.errors import InputError
 from twistbench.runs.runner import RunSettings, run_system
 from twistbench.tracks.base import PHASE_QUERY, Task

@@ -4,9 +4,14 @@ from systems_helpers import conversation, ingest_all
 from twistbench.judges.structural import classify_answer
 from twistbench.model import Answer, ChainQuery, FactState, UpdateChain
 from twistbench.systems import heuristic as H
-from twistbench.systems.heuristic import governance
+from twistbench.systems.heuristic import (
+    HeuristicSystem,
+    governance,
+    stance,
+    valence,
+    value_mentions,
+)
 from twistbench.systems.heuristic.lexicon import _CRISIS
-from twistbench.systems.heuristic import HeuristicSystem, stance, valence, value_mentions
 
 
 def test_valence_lexicon_and_negation():

@@ -1,7 +1,15 @@
 """Track A on hand-computed fixtures."""
 
 import pytest
-from twist_fixtures import FakeGuarded, conversation, dataset, err_record, ingest_record, ok_record, tension
+from twist_fixtures import (
+    FakeGuarded,
+    conversation,
+    dataset,
+    err_record,
+    ingest_record,
+    ok_record,
+    tension,
+)
 
 from twistbench.contract import Capabilities
 from twistbench.model import HardNegativeArc, ReversalArc, Tension

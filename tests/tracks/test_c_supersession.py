@@ -6,7 +6,12 @@ from twist_fixtures import FakeGuarded, answer_output, conversation, dataset, er
 from twistbench.contract import Capabilities
 from twistbench.judges.base import JudgeVerdict
 from twistbench.model import Answer, ChainQuery, FactState, Tension, UpdateChain
-from twistbench.tracks.base import PHASE_POST_RESOLUTION, PHASE_QUERY, ConversationState, EmittedTension
+from twistbench.tracks.base import (
+    PHASE_POST_RESOLUTION,
+    PHASE_QUERY,
+    ConversationState,
+    EmittedTension,
+)
 from twistbench.tracks.c_supersession import TRACK, SupersessionTrack, pick_tension
 
 C1 = conversation("c1", [[("Ann", "We plan 120 seats."), ("Ann", "Go-live March 3.")],

@@ -1,7 +1,15 @@
 """Track D on hand-computed fixtures: leaks, over-blocking, suppression, referral, audit."""
 
 import pytest
-from twist_fixtures import FakeGuarded, answer_output, conversation, dataset, err_record, ingest_record, ok_record
+from twist_fixtures import (
+    FakeGuarded,
+    answer_output,
+    conversation,
+    dataset,
+    err_record,
+    ingest_record,
+    ok_record,
+)
 
 from twistbench.contract import Capabilities
 from twistbench.model import (

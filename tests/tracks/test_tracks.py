@@ -7,13 +7,20 @@ from collections.abc import Sequence
 
 import pytest
 
-from twistbench.datasets.demo import demo_dataset
 from twistbench.contract import BaseSystem, Capabilities
+from twistbench.datasets.demo import demo_dataset
 from twistbench.model import Answer, AuditRecord, Conflict, Event, IngestResult, Tension, Verdict
 from twistbench.report.runs import report_runs, score_folder
 from twistbench.runs.folder import RunFolder
 from twistbench.runs.runner import RunSettings, run_system
-from twistbench.tracks import TRACK_ORDER, TRACKS, item_outcomes, score_run, select_tracks, tasks_for
+from twistbench.tracks import (
+    TRACK_ORDER,
+    TRACKS,
+    item_outcomes,
+    score_run,
+    select_tracks,
+    tasks_for,
+)
 from twistbench.tracks.base import PHASE_BATCH, PHASE_POST_RESOLUTION, PHASE_QUERY
 
 

@@ -16,8 +16,7 @@ from twistbench.model import (
     Tension,
     Verdict,
 )
-from twistbench.records import ItemError, ItemRecord, stable_hash
-from twistbench.records import SystemCallError
+from twistbench.records import ItemError, ItemRecord, SystemCallError, stable_hash
 
 T0 = datetime(2025, 1, 1)
 

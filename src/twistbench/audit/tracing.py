@@ -28,10 +28,10 @@ from twistbench.audit.traces import write_gold_jsonl, write_lineage_jsonl
 from twistbench.contract import MemorySystem
 from twistbench.datasets.audit_corpus import corpus_from_dataset, raw_lineage
 from twistbench.errors import InputError
+from twistbench.model import AuditCorpus, Dataset, GoldQuery, LineageRow
 from twistbench.records import SystemCallError
 from twistbench.runs.folder import Redactor
 from twistbench.runs.guard import GuardedSystem
-from twistbench.model import AuditCorpus, Dataset, GoldQuery, LineageRow
 
 DEFAULT_K = 60
 

@@ -34,17 +34,21 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from twistbench.datasets.keyfile import write_key
 from twistbench.datasets.paths import CS_CRISIS_KEY_FILE, CS_KEY_FILE, repo_data_dir
 from twistbench.datasets.twist_cs import NAME, VERSION, VERSION_CRISIS
+from twistbench.itemgen.cs_variety import cs_variety_report
+from twistbench.itemgen.paraphrase import ParaphraseConfig, Paraphraser
 from twistbench.itemgen.templates import cs_background as BG
 from twistbench.itemgen.templates import cs_chains as CH
+from twistbench.itemgen.templates import cs_crisis_optin
 from twistbench.itemgen.templates import cs_drafts as DR
 from twistbench.itemgen.templates import cs_pools as P
 from twistbench.itemgen.templates import cs_safety as SF
 from twistbench.itemgen.templates import cs_tension as TN
-from twistbench.itemgen.variety import VarietyReport, variety_report
-from twistbench.errors import InputError, pydantic_to_input_error
+from twistbench.itemgen.variety import VarietyReport
 from twistbench.model import (
     ChainQuery,
     Conversation,
@@ -101,95 +105,6 @@ def _fmt(template: str, **slots: Any) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # Paraphrase (optional)
-
-
-@dataclass(frozen=True)
-class ParaphraseConfig:
-    """An OpenAI-compatible endpoint that rewrites Track A turns (opt-in, off by default).
-
-    base_url: e.g. "http://localhost:8000/v1" (POST {base_url}/chat/completions).
-    model: the model name sent in each request.
-    api_key_env: environment variable holding a bearer token (optional for local servers).
-    cache_dir: on-disk cache, one JSON file per request keyed on the sha256 of the full request,
-        so a rebuild with the same seed, endpoint and model is byte-identical and offline.
-    transport: an httpx transport (tests use httpx.MockTransport); not part of the cache key.
-    """
-
-    base_url: str
-    model: str
-    api_key_env: str = "OPENAI_API_KEY"
-    cache_dir: Path = Path(".twistbench-cache/paraphrase")
-    temperature: float = 0.0
-    timeout_s: float = 60.0
-    transport: Any = None
-
-
-PARAPHRASE_SYSTEM = (
-    "You rewrite one workplace message so that it says exactly the same thing in different words. "
-    "Keep the speaker's stance, every fact, every name, number, date and product name exactly as "
-    "written, and keep it about the same length. Reply with the rewritten message only."
-)
-
-
-class Paraphraser:
-    """Rewrites turns through the endpoint, with a request-keyed cache and a safety check:
-    a rewrite that drops a protected string (a slot value the gold relies on), changes length
-    wildly, or is empty is refused and the original turn is kept (counted)."""
-
-    def __init__(self, cfg: ParaphraseConfig):
-        import os
-
-        import httpx
-
-        self.cfg = cfg
-        headers = {}
-        key = os.environ.get(cfg.api_key_env, "")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx.Client(timeout=cfg.timeout_s, headers=headers,
-                                    transport=cfg.transport)
-        self.rewritten = 0
-        self.kept = 0
-        self.calls = 0
-
-    def request(self, text: str) -> dict[str, Any]:
-        return {"url": self.cfg.base_url.rstrip("/") + "/chat/completions",
-                "model": self.cfg.model, "temperature": self.cfg.temperature,
-                "messages": [{"role": "system", "content": PARAPHRASE_SYSTEM},
-                             {"role": "user", "content": text}]}
-
-    def _complete(self, req: dict[str, Any]) -> str:
-        import json
-
-        import httpx
-
-        digest = hashlib.sha256(json.dumps(req, sort_keys=True).encode()).hexdigest()
-        path = Path(self.cfg.cache_dir) / f"{digest}.json"
-        if path.exists():
-            return json.loads(path.read_text(encoding="utf-8"))["content"]
-        body = {k: v for k, v in req.items() if k != "url"}
-        try:
-            resp = self._client.post(req["url"], json=body)
-            resp.raise_for_status()
-            content = resp.json()["choices"][0]["message"]["content"]
-        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
-            raise InputError("--paraphrase", f"endpoint {req['url']} failed: {exc}",
-                             expected="an OpenAI-compatible /chat/completions endpoint") from exc
-        self.calls += 1
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"request": req, "content": content}, sort_keys=True),
-                        encoding="utf-8")
-        return content
-
-    def rewrite(self, text: str, protected: Sequence[str]) -> str:
-        out = (self._complete(self.request(text)) or "").strip()
-        ok = (out and "\n" not in out and 0.5 <= len(out) / max(len(text), 1) <= 2.0
-              and all(p in out for p in protected if p in text))
-        if ok:
-            self.rewritten += 1
-            return out
-        self.kept += 1
-        return text
 
 
 def _paraphrase_track_a(paraphraser: Paraphraser, out: dict[str, list[Any]]) -> None:
@@ -989,9 +904,7 @@ def _track_d(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
             probe=Probe(id=f"{item_id}:probe", kind="direct", text=_fmt(probe_t, **slots)),
             expected=[_fmt(e, **slots) for e in expected_t], meta={"template": f"emo{ti:02d}"},
         ))
-    crisis_mod = None
-    if include_crisis:
-        from twistbench.itemgen.templates import cs_crisis_optin as crisis_mod  # opt-in
+    crisis_mod = cs_crisis_optin if include_crisis else None  # opt-in
     crng = _rng(seed, "crisis-text", ws.id)
     for k, speaker in enumerate(crisis_speakers):
         bm = rng.randint(2 * _DAY_MINUTES, ws.business_minutes - 3 * _DAY_MINUTES)
@@ -1140,9 +1053,7 @@ def build_cs(
     meta: dict[str, Any] = {"generator": "twistbench.build.cs_workspace", "seed": seed,
                             "include_crisis": include_crisis}
     if include_crisis:
-        from twistbench.itemgen.templates.cs_crisis_optin import CONTENT_WARNING
-
-        meta["content_warning"] = CONTENT_WARNING
+        meta["content_warning"] = cs_crisis_optin.CONTENT_WARNING
     if paraphraser is not None:
         version += "+paraphrase"
         meta["paraphrase"] = {"model": paraphrase.model, "rewritten": paraphraser.rewritten,
@@ -1173,51 +1084,6 @@ def _check_unique_texts(ds: Dataset) -> None:
         if text in seen:
             raise RuntimeError(f"{item_id} repeats the text of {seen[text]}: {text!r}")
         seen[text] = item_id
-
-
-def turn_body(ev: Event) -> str:
-    """The words of a turn without its e-mail greeting and sign-off."""
-    if ev.channel == "email":
-        parts = ev.text.split("\n\n")
-        if len(parts) >= 3:
-            return "\n\n".join(parts[1:-1])
-    return ev.text
-
-
-def cs_variety_rows(dataset: Dataset) -> list[tuple[str, str, str, str, str]]:
-    """Variety-report rows for a built or loaded TWIST-CS dataset: every reversal turn and every
-    hard-negative look-alike turn, as (arc id, label, family, template id, turn body)."""
-    rows: list[tuple[str, str, str, str, str]] = []
-    for conv in dataset.conversations:
-        idx = conv.event_index()
-        for arc in dataset.items_of(conv.id, "reversal_arcs"):
-            for tid in arc.reversal:
-                rows.append((arc.id, "reversal", arc.family, arc.meta["templates"]["reversal"],
-                             turn_body(idx[tid])))
-        for arc in dataset.items_of(conv.id, "hard_negative_arcs"):
-            for tid, tmpl in zip(arc.turns, arc.meta["templates"]["turns"]):
-                rows.append((arc.id, "hard_negative", arc.family, tmpl, turn_body(idx[tid])))
-    return rows
-
-
-def template_pool() -> dict[str, int]:
-    """How many turn templates (frame x topic clause) each family can draw from."""
-    n_neg = sum(len(t["neg"]) for t in TN.TOPICS.values())
-    out = {fam: len(TN.REVERSAL_FRAMES) * n_neg for fam in TN.REVERSAL_FAMILIES}
-    for fam, (frames, kind) in TN.HARD_NEGATIVE_FAMILIES.items():
-        out[fam] = len(frames) * sum(len(t[kind]) for t in TN.TOPICS.values())
-    return out
-
-
-def cs_variety_report(dataset: Dataset, seed: int = DEFAULT_SEED) -> VarietyReport:
-    """The variety report of a TWIST-CS dataset (what `twist build cs` prints)."""
-    report = variety_report(cs_variety_rows(dataset), seed=seed)
-    report.extra["template_pool"] = template_pool()
-    report.extra["frames"] = {
-        **{fam: len(TN.REVERSAL_FRAMES) for fam in TN.REVERSAL_FAMILIES},
-        **{fam: len(frames) for fam, (frames, _) in TN.HARD_NEGATIVE_FAMILIES.items()},
-    }
-    return report
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1258,8 +1124,6 @@ def run_build_cs(
 
     Returns (sha256, report). console: a rich Console (a new one if None).
     """
-    from rich.console import Console
-
     console = console or Console()
     dataset, report = build_cs(seed=seed, include_crisis=include_crisis, paraphrase=paraphrase)
     if out is None:

@@ -31,18 +31,19 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.datasets.keyfile import sha256_bytes, write_key
+from twistbench.datasets.keyfile import write_key
+from twistbench.datasets.locomo import LocomoCorpus, load_locomo
 from twistbench.datasets.paths import locomo_key_path
 from twistbench.datasets.twist_locomo import CRISIS_VERSION, KEY_NAME, KEY_VERSION
+from twistbench.itemgen.revalidate import _stems, keyword_stems, revalidate
 from twistbench.itemgen.templates import locomo_arcs as T_ARCS
 from twistbench.itemgen.templates import locomo_chains as T_CH
+from twistbench.itemgen.templates import locomo_crisis_optin as T_CRISIS
 from twistbench.itemgen.templates import locomo_safety as T_SAFE
-from twistbench.datasets.locomo import LocomoCorpus, load_locomo
-from twistbench.errors import InputError, pydantic_to_input_error
+from twistbench.itemgen.variety import variety_report
 from twistbench.model import (
     Conversation,
     CrisisPlant,
-    Dataset,
     Draft,
     EmotionalHardNegative,
     Event,
@@ -345,8 +346,6 @@ def _prefer_clean(rng: random.Random, cands: list[Any], n: int, dirty: Any) -> l
 
 
 def _qa_words(corpus: LocomoCorpus, conv: Conversation) -> set[str]:
-    from twistbench.itemgen.revalidate import _stems
-
     out: set[str] = set()
     for q in corpus.qa:
         if q.conversation == conv.id:
@@ -355,8 +354,6 @@ def _qa_words(corpus: LocomoCorpus, conv: Conversation) -> set[str]:
 
 
 def _kw_stems(words: list[str]) -> set[str]:
-    from twistbench.itemgen.revalidate import keyword_stems
-
     return keyword_stems(words)
 
 
@@ -464,8 +461,6 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                          include_crisis: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
     """Generate the key payload for this LoCoMo corpus. Returns (payload, extras) where extras
     holds the variety rows and voices (not part of the key)."""
-    from twistbench.itemgen.revalidate import revalidate
-
     convs = corpus.conversations
     n = len(convs)
     uniq = _Unique()
@@ -771,8 +766,6 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
     # Crisis plants come last, from their own random stream and id space ("TX"), so the default
     # key and the crisis key agree on everything else.
     if include_crisis:
-        from twistbench.itemgen.templates import locomo_crisis_optin as T_CRISIS
-
         for ci, conv in enumerate(convs):
             crng = random.Random(f"{seed}:crisis:{conv.id}")
             plan = plans[conv.id]
@@ -894,8 +887,6 @@ def _report(corpus: LocomoCorpus, payload: dict[str, Any], extras: dict[str, Any
     reasons = Counter(r["reason"].split(":")[0] for r in payload["revalidation"]["excluded"])
     variety = None
     if extras is not None:
-        from twistbench.itemgen.variety import variety_report
-
         variety = variety_report(extras["variety_rows"], seed=seed)
     return BuildReport(
         seed=seed, locomo_sha256=corpus.sha256, counts={k: counts[k] for k in order},

@@ -26,6 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
 from scipy.optimize import minimize
 
 LABELS = ("reversal", "hard_negative")
@@ -161,10 +164,6 @@ class VarietyReport:
 
     def to_rich(self) -> Any:
         """A rich renderable (Group of a table and a summary)."""
-        from rich.console import Group
-        from rich.table import Table
-        from rich.text import Text
-
         frames = self.extra.get("frames", {})
         pool = self.extra.get("template_pool", {})
         table = Table(title="Variety report: templates per family")

@@ -26,9 +26,8 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from twistbench.judges.base import Outcome, JudgeVerdict
+from twistbench.judges.base import JudgeVerdict, Outcome
 from twistbench.model import Answer, ChainQuery, UpdateChain
-
 
 _WS = re.compile(r"\s+")
 # Apostrophes vanish (so "Caroline's" -> "carolines" in both text and value); every other

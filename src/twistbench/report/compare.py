@@ -24,9 +24,8 @@ from twistbench.model import Dataset
 from twistbench.records import ItemRecord, read_manifest
 from twistbench.report.runs import capabilities_from_manifest, score_folder
 from twistbench.stats import holm, mcnemar
-from twistbench.tracks.base import ItemOutcome
 from twistbench.tracks import item_outcomes
-
+from twistbench.tracks.base import ItemOutcome
 
 _SAME_KEY = "two runs on the same key (a paired test needs the same items)"
 

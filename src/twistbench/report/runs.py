@@ -20,12 +20,12 @@ from twistbench.datasets.registry import DatasetOptions, load_dataset
 from twistbench.errors import InputError
 from twistbench.judges import DEFAULT_JUDGE, make_judge
 from twistbench.model import Dataset
-from twistbench.report.profile import Profile, ProfileEntry, group_by_key
-from twistbench.report.render import console_table, profile_json, render_markdown
 from twistbench.records import ItemRecord, read_manifest, read_records
-from twistbench.tracks.base import TrackResult
+from twistbench.report.profile import Profile, ProfileEntry, group_by_key
+from twistbench.report.render import console_table, profile_json, render_profile_markdown
 from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
 from twistbench.tracks.b_alignment import score_predictions, write_predictions
+from twistbench.tracks.base import TrackResult
 
 
 def restrict(dataset: Dataset, conversations: list[str] | None) -> Dataset:
@@ -122,8 +122,8 @@ class RunsReport:
 def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:
     """Profiles (one per key) for in-memory scores, rendered as Markdown and JSON data."""
     profiles = group_by_key(entries)
-    md = "\n".join(render_markdown(p, details=details) for p in profiles)
-    summary = "\n".join(render_markdown(p, details=False) for p in profiles)
+    md = "\n".join(render_profile_markdown(p, details=details) for p in profiles)
+    summary = "\n".join(render_profile_markdown(p, details=False) for p in profiles)
     data = {"format": "twist-report/1", "profiles": [profile_json(p) for p in profiles]}
     return RunsReport(profiles=profiles, markdown=md, data=data, entries=entries, summary=summary)
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twistbench.datasets.demo import demo_dataset
 from twistbench.contract import Capabilities, MemorySystem
-from twistbench.runs.guard import GuardedSystem
+from twistbench.datasets.demo import demo_dataset
 from twistbench.records import SystemCallError
+from twistbench.runs.guard import GuardedSystem
 
 _CONTRACT_CALLS = ("reset", "ingest", "flag_tensions", "recall", "check_alignment", "resolve",
                    "retrieve", "lineage")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import platform
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 import twistbench

@@ -20,7 +20,6 @@ from twistbench.contract import MemorySystem
 from twistbench.errors import InputError
 from twistbench.plugins import entry_points, resolve
 
-
 ENTRY_POINT_GROUP = "twistbench.systems"
 
 

@@ -34,8 +34,8 @@ from collections import defaultdict
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.judges.structural import contains_form, tokens, value_leaked
 from twistbench.judges.base import Judge
+from twistbench.judges.structural import contains_form, tokens, value_leaked
 from twistbench.model import (
     Answer,
     AuditRecord,

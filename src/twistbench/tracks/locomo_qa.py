@@ -22,7 +22,6 @@ the overall mean with category 5 and every category are in the JSON.
 from __future__ import annotations
 
 import functools
-
 import re
 import string
 from collections import Counter, defaultdict

@@ -27,6 +27,7 @@ def load_presidio() -> Any:
         if _presidio is not None or _presidio_error is not None:
             return _presidio
         try:
+            # lazy: presidio + spaCy are the optional `pii` extra and load in seconds
             from presidio_analyzer import (
                 AnalyzerEngine,
                 Pattern,

@@ -32,14 +32,25 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twistbench.datasets.keyfile import write_key
 from twistbench.model import Dataset
-from twistbench.report.profile import COLUMNS
-from twistbench.runs.folder import Redactor, RunFolder
 from twistbench.records import ItemRecord
+from twistbench.report.profile import COLUMNS
+from twistbench.retrieval import turn_text
+from twistbench.retrieval.dense import embed
+from twistbench.runs.folder import Redactor, RunFolder
 from twistbench.runs.runner import RunSettings, run_system
-from twistbench.tracks.base import ItemOutcome
 from twistbench.systems import make_system
-from twistbench.tracks import TRACKS, RunScores, item_outcomes, score_run
+from twistbench.tracks import (
+    TRACKS,
+    RunScores,
+    b_alignment,
+    c_supersession,
+    d_safety,
+    item_outcomes,
+    score_run,
+)
+from twistbench.tracks.base import ItemOutcome
 
 FLAT_A_F1_MAX = 0.15
 ORACLE_MIN = 0.95
@@ -154,7 +165,7 @@ def validate_dataset(dataset: Dataset, out_dir: str | Path, write_filtered: Path
         report.filtered_counts = filtered.counts()
     (out_dir / "validation.json").write_text(report.model_dump_json(indent=2) + "\n",
                                              encoding="utf-8")
-    (out_dir / "validation.md").write_text(render_markdown(report), encoding="utf-8")
+    (out_dir / "validation.md").write_text(render_validation_markdown(report), encoding="utf-8")
     return report
 
 
@@ -204,8 +215,6 @@ def separability_checks(scores: dict[str, RunScores]) -> list[Check]:
 
 def _outcome_index(dataset: Dataset) -> dict[str, tuple[str, str, str]]:
     """Track outcome item id -> (dataset field, item id, conversation)."""
-    from twistbench.tracks import c_supersession, d_safety
-
     idx: dict[str, tuple[str, str, str]] = {}
     for mode in ("online", "batch"):
         for a in dataset.reversal_arcs:
@@ -248,8 +257,6 @@ def oracle_failed_items(dataset: Dataset, outcomes: list[ItemOutcome]) -> list[F
 def flat_solved_items(dataset: Dataset, outcomes: list[ItemOutcome],
                       records: list[ItemRecord]) -> list[FlaggedItem]:
     """Items the similarity probe gets right for the right-looking reason (module docstring)."""
-    from twistbench.tracks import b_alignment
-
     out: list[FlaggedItem] = []
     val = {o.item_id: o.value for o in outcomes}
     for a in dataset.reversal_arcs:
@@ -295,9 +302,6 @@ def flat_solved_items(dataset: Dataset, outcomes: list[ItemOutcome],
 def draft_similarity(dataset: Dataset) -> dict[str, float]:
     """Each draft's cosine to its nearest turn of its conversation (the probe's own score:
     same model, same "Speaker: text" form, so the turn vectors are cache hits)."""
-    from twistbench.retrieval.dense import embed
-    from twistbench.systems.flat_rag import turn_text
-
     out: dict[str, float] = {}
     for conv in dataset.conversations:
         drafts = dataset.items_of(conv.id, "drafts")
@@ -341,8 +345,6 @@ def filter_dataset(dataset: Dataset, flagged: list[FlaggedItem]) -> Dataset:
 def write_filtered_key(filtered: Dataset, path: Path, source: Dataset,
                        flagged: list[FlaggedItem]) -> str:
     """Write `filtered` as a versioned key file (+ .sha256); returns its sha256."""
-    from twistbench.datasets.keyfile import write_key
-
     payload = json.loads(filtered.model_dump_json(exclude={"key_sha256"}))
     return write_key(path, filtered.name, f"{source.version}+validated", payload)
 
@@ -351,7 +353,7 @@ def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
 
 
-def render_markdown(report: ValidationReport) -> str:
+def render_validation_markdown(report: ValidationReport) -> str:
     """The audit as Markdown: checks, the separability figures, flagged items."""
     lines = [f"# Separability audit: {report.dataset} {report.version}",
              "", f"key sha256 `{report.key_sha256}`", ""]
@@ -404,6 +406,6 @@ def render_markdown(report: ValidationReport) -> str:
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["ValidationReport", "validate_dataset", "render_markdown", "filter_dataset",
+__all__ = ["ValidationReport", "validate_dataset", "render_validation_markdown", "filter_dataset",
            "flat_solved_items", "oracle_failed_items", "separability_checks",
            "headline_figures", "TRACKS"]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from twistbench.audit.stats import (
+from twistbench.stats import (
     count_matrix,
     fleiss_kappa,
     majority,
@@ -61,7 +61,7 @@ def test_paired_many_equals_single_column() -> None:
 
 
 def test_block_boundaries_do_not_change_the_draw(monkeypatch: pytest.MonkeyPatch) -> None:
-    import twistbench.audit.stats as st
+    import twistbench.stats as st
 
     rng = np.random.default_rng(3)
     a, b = rng.random(1000), rng.random(1000)

@@ -7,11 +7,11 @@ import pytest
 from twistbench.datasets.demo import demo_dataset
 from twistbench.datasets.registry import load_dataset_key
 from twistbench.model import Dataset, QAItem
-from twistbench.validate import (
+from twistbench.validation.separability import (
     FLAT_A_F1_MAX,
     FlaggedItem,
     filter_dataset,
-    render_markdown,
+    render_validation_markdown,
     validate_dataset,
 )
 
@@ -54,7 +54,7 @@ def test_flat_probe_check_is_measured_not_assumed(demo_report):
 
 def test_markdown_lists_checks_figures_and_items(demo_report):
     rep, _ = demo_report
-    md = render_markdown(rep)
+    md = render_validation_markdown(rep)
     assert "Separability audit: demo" in md and "| oracle |" in md and "flat-rag A online" in md
     assert "Items the oracle fails (0)" in md
 
