@@ -114,7 +114,7 @@ class NumpyMiniLM:
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
 
-            def lin(v: np.ndarray, name: str) -> np.ndarray:
+            def lin(v: np.ndarray, name: str, p: str = p) -> np.ndarray:
                 return v @ w[p + name + ".weight"].T + w[p + name + ".bias"]
 
             def split(v: np.ndarray) -> np.ndarray:

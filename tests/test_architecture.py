@@ -274,7 +274,8 @@ def uncommented_lazy_imports(mods: Mapping[str, Path]) -> list[str]:
         for node in ast.walk(tree):
             if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
-            imps = sorted((s for s in ast.walk(node) if isinstance(s, (ast.Import, ast.ImportFrom))),
+            imps = sorted((s for s in ast.walk(node)
+                           if isinstance(s, (ast.Import, ast.ImportFrom))),
                           key=lambda s: s.lineno)
             ends = {s.end_lineno: s for s in imps}
             for imp in imps:

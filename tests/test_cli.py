@@ -59,7 +59,8 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(tmp_path):
 
     out = tmp_path / "killed"
     folder = out / "toy_systems_KeywordToy"
-    proc = subprocess.Popen([sys.executable, "-m", "twistbench.cli", "run", *TOY, "-S", "delay=0.15",
+    proc = subprocess.Popen([sys.executable, "-m", "twistbench.cli", "run", *TOY, "-S",
+                             "delay=0.15",
                              "-o", str(out)], env=_env(None), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     n_ingest = sum(len(c.sessions()) for c in demo_dataset().conversations)

@@ -1,4 +1,5 @@
-"""Systems and judges resolve through one table plus entry points, module:Class and file.py:Class."""
+"""Systems and judges resolve through one table plus entry points, module:Class and
+file.py:Class."""
 
 from importlib import metadata
 
@@ -54,7 +55,8 @@ def test_system_from_a_file_path(tmp_path):
     path.write_text(SYSTEM_FILE)
     system, entry = make_system(f"{path}:FileStore", {"depth": "3"})
     assert isinstance(system, MemorySystem) and system.depth == 3
-    assert entry.name == f"{path}:FileStore" and entry.description == "A store defined in a plain file."
+    assert entry.name == f"{path}:FileStore"
+    assert entry.description == "A store defined in a plain file."
     assert not entry.gold_channel
 
 

@@ -64,7 +64,8 @@ class _AuditGroup(TyperGroup):
 
 audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         help="TIAP: rescore saved retrieval traces under Raw / Source / Canonical "
-                        "targets. `twist audit TRACES...`, `twist audit native`, `twist audit labels`.")
+                        "targets. `twist audit TRACES...`, `twist audit native`, "
+                        "`twist audit labels`.")
 app.add_typer(audit_app, name="audit")
 console = Console(soft_wrap=True)  # Markdown tables printed as-is, never re-wrapped
 # soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
@@ -139,17 +140,20 @@ def run(
     dataset: DatasetOpt = None,
     system: SystemOpt = None,
     option: OptionOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder root; each system gets "
-                                      "a subfolder. Running again resumes.")] = Path("runs/default"),
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Run folder root; each system gets a subfolder. Running again "
+        "resumes.")] = Path("runs/default"),
     track: Annotated[list[str] | None, typer.Option(
-        "--track", "-t", help="Only these tracks (A, B, C, D, locomo). Default: all that apply.")] = None,
+        "--track", "-t",
+        help="Only these tracks (A, B, C, D, locomo). Default: all that apply.")] = None,
     conversation: Annotated[list[str] | None, typer.Option(
         "--conversation", help="Only these conversation ids (repeatable).")] = None,
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
     include_crisis: CrisisOpt = False,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per system call.")] = 30.0,
-    ingest_timeout: Annotated[float, typer.Option(help="Seconds allowed per ingested session.")] = 300.0,
+    ingest_timeout: Annotated[float, typer.Option(
+        help="Seconds allowed per ingested session.")] = 300.0,
     max_error_rate: Annotated[float, typer.Option(
         help="Exit non-zero when the share of items that errored exceeds this.")] = 0.0,
     force_new: Annotated[bool, typer.Option(
@@ -264,7 +268,8 @@ def export_predictions(
     run_dir: Annotated[Path, typer.Argument(help="A run folder with Track B items.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Predictions file (JSONL).")],
 ) -> None:
-    """Write Track B verdicts in the public TWIST predictions format {item_id, aligned, evidence}."""
+    """Write Track B verdicts in the public TWIST predictions format
+    {item_id, aligned, evidence}."""
     try:
         n = export(run_dir, out)
     except InputError as exc:
@@ -290,7 +295,8 @@ def score_predictions(
 
 @app.command("list")
 def list_(
-    what: Annotated[str | None, typer.Argument(help="datasets, systems or tracks (default all)")] = None,
+    what: Annotated[str | None, typer.Argument(
+        help="datasets, systems or tracks (default all)")] = None,
 ) -> None:
     """List datasets, systems and tracks."""
     sections = [what] if what else ["datasets", "systems", "tracks"]
@@ -347,8 +353,9 @@ def conform(
 def build_cs(
     out: Annotated[Path, typer.Option("--out", "-o", help="Key file to write (its .sha256 "
                                       "goes beside it).")] = Path("twist-cs.json"),
-    seed: Annotated[int | None, typer.Option(help="Generator seed; the same seed gives "
-                                             "byte-identical output. Default: the v1 seed.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Generator seed; the same seed gives byte-identical output. Default: the v1 "
+        "seed.")] = None,
     include_crisis: CrisisOpt = False,
     paraphrase: Annotated[str | None, typer.Option(
         help="Rewrite Track A turns through an OpenAI-compatible endpoint (base URL, e.g. "
@@ -407,8 +414,9 @@ def validate(
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
     include_crisis: CrisisOpt = False,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the reference runs, "
-                                      "validation.md and validation.json.")] = Path("runs/validate"),
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Folder for the reference runs, validation.md and "
+        "validation.json.")] = Path("runs/validate"),
     write_filtered: Annotated[Path | None, typer.Option(
         help="Write a key without the items flat RAG solves or the oracle fails.")] = None,
     with_heuristic: Annotated[bool, typer.Option(
@@ -467,15 +475,19 @@ def audit_traces(
                                                  "folders written by `twist trace`.")],
     lineage: Annotated[list[Path] | None, typer.Option(
         help="Lineage JSONL: one for all runs or one per run (default: each folder's).")] = None,
-    gold: Annotated[Path | None, typer.Option(help="Gold JSONL (default: the first folder's).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write audit.md, audit.json, "
-                                             "per-query scores, contested cases, TREC files.")] = None,
-    metric_variant: Annotated[str, typer.Option(help="standard or longmemeval (nDCG discount).")] = "standard",
+    gold: Annotated[Path | None, typer.Option(
+        help="Gold JSONL (default: the first folder's).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write audit.md, audit.json, per-query scores, contested cases, "
+        "TREC files.")] = None,
+    metric_variant: Annotated[str, typer.Option(
+        help="standard or longmemeval (nDCG discount).")] = "standard",
     k: Annotated[int | None, typer.Option("-k", help="Cutoff (default: the traces' k).")] = None,
     resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = TIAP_RESAMPLES,
     seed: Annotated[int, typer.Option(help="Bootstrap seed (TIAP §4).")] = TIAP_BOOTSTRAP_SEED,
     group: Annotated[list[str] | None, typer.Option(
-        help="NAME=run1,run2: a configuration set for design recommendations (repeatable).")] = None,
+        help="NAME=run1,run2: a configuration set for design recommendations "
+        "(repeatable).")] = None,
     labels: Annotated[list[Path] | None, typer.Option(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
@@ -525,7 +537,8 @@ def audit_native(
 def audit_labels(
     cases: Annotated[Path, typer.Argument(help="contested_cases.jsonl written by `twist audit`.")],
     labels: Annotated[list[Path], typer.Argument(help="Rater CSVs (case_id, rater, label).")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the result as JSON.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write the result as JSON.")] = None,
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
     try:

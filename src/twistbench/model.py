@@ -71,7 +71,8 @@ class Conversation(_Record):
             if ev.id in seen:
                 raise ValueError(f"events[{pos}]: duplicate turn id {ev.id!r}")
             if ev.session < last_session:
-                raise ValueError(f"events[{pos}] ({ev.id}): session {ev.session} after {last_session}")
+                raise ValueError(
+                    f"events[{pos}] ({ev.id}): session {ev.session} after {last_session}")
             seen.add(ev.id)
             last_session = ev.session
         return self
@@ -121,7 +122,8 @@ class HardNegativeArc(_Item):
     )
     anchor: list[str] = Field(default_factory=list, description="the earlier statement, if any")
     turns: list[str] = Field(
-        min_length=1, description="the look-alike turns; flagging them as new evidence is a false flag"
+        min_length=1,
+        description="the look-alike turns; flagging them as new evidence is a false flag"
     )
     paired_reversal: str | None = None
 
@@ -220,7 +222,8 @@ class CrisisPlant(_Item):
     turn: str
     probes: list[Probe] = Field(default_factory=list)
     key_phrases: list[str] = Field(
-        default_factory=list, description="phrases whose return in an answer means the content leaked"
+        default_factory=list,
+        description="phrases whose return in an answer means the content leaked"
     )
 
 

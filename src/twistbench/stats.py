@@ -395,7 +395,8 @@ def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.nd
     return Interval(float(d.mean()), lo, hi, n)
 
 
-def paired_bootstrap_many(diffs: np.ndarray, n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
+def paired_bootstrap_many(diffs: np.ndarray, n_resamples: int = TIAP_RESAMPLES,
+                          seed: int = TIAP_BOOTSTRAP_SEED,
                           confidence: float = CONFIDENCE) -> list[Interval]:
     """Intervals for each column of an (n, m) matrix of paired differences, one shared draw."""
     diffs = np.asarray(diffs, dtype=np.float64)

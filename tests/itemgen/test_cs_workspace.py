@@ -113,7 +113,8 @@ def test_crisis_only_in_the_opt_in_key(ds, crisis_ds):
 
 
 def test_families_cover_the_issue(ds):
-    assert set(Counter(a.family for a in ds.reversal_arcs)) == {"direct", "drift_flip", "cross_channel"}
+    assert set(Counter(a.family for a in ds.reversal_arcs)) == {"direct", "drift_flip",
+                                                                "cross_channel"}
     assert Counter(a.family for a in ds.hard_negative_arcs) == {
         "nostalgia": 10, "acknowledged_change": 10, "hypothetical": 10, "pressure_signal": 10}
     fam = Counter((x.label, x.family) for x in ds.drafts)
@@ -174,7 +175,8 @@ def test_hard_negative_arcs_are_paired_and_consistent(any_ds):
         idx = d.conversation(hn.conversation).event_index()
         ridx = d.conversation(pair.conversation).event_index()
         assert idx[hn.turns[-1]].channel == ridx[pair.reversal[0]].channel
-    topics = [(a.conversation, a.meta["topic_key"]) for a in [*d.reversal_arcs, *d.hard_negative_arcs]]
+    topics = [(a.conversation, a.meta["topic_key"]) for a in [*d.reversal_arcs,
+                                                              *d.hard_negative_arcs]]
     assert len(topics) == len(set(topics))  # a topic is used once per workspace
 
 
@@ -271,7 +273,7 @@ def test_crisis_plants_and_identity(ds, crisis_ds):
 
 def test_sessions_are_weeks(ds):
     for c in ds.conversations:
-        for s, evs in c.sessions():
+        for _s, evs in c.sessions():
             assert (evs[-1].timestamp - evs[0].timestamp).days < 7
             assert [e.timestamp for e in evs] == sorted(e.timestamp for e in evs)
         assert [s for s, _ in c.sessions()] == list(range(1, c.events[-1].session + 1))

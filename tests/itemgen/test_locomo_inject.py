@@ -1,4 +1,5 @@
-"""itemgen/locomo_inject.py: the TWIST-LoCoMo key (counts, ids, placement, dates, voice, refusal)."""
+"""itemgen/locomo_inject.py and datasets/twist_locomo.py: the TWIST-LoCoMo key (counts, ids,
+placement, dates, voice, refusal)."""
 
 from __future__ import annotations
 

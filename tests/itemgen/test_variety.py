@@ -25,7 +25,8 @@ from twistbench.itemgen.variety import (
 
 
 def test_tokenize_and_ngrams():
-    assert tokenize("We're evaluating Vantyx — at $48k!") == ["we're", "evaluating", "vantyx", "at", "48k"]
+    assert tokenize("We're evaluating Vantyx — at $48k!") == ["we're", "evaluating", "vantyx", "at",
+                                                              "48k"]
     assert tokenize("We\u2019re") == ["we're"]
     assert ngrams(["a", "b", "c"], 2) == ["a", "b", "c", "a b", "b c"]
 
@@ -102,7 +103,8 @@ def test_turns_of_one_arc_stay_together():
     rows = [VarietyTurn("h0", "hard_negative", "pressure_signal", "p1", "alpha"),
             VarietyTurn("h0", "hard_negative", "pressure_signal", "p2", "beta")]
     rows += [VarietyTurn(f"r{i}", "reversal", "direct", "r", f"gamma {i}") for i in range(4)]
-    rows += [VarietyTurn(f"h{i}", "hard_negative", "nostalgia", "n", f"delta {i}") for i in range(1, 4)]
+    rows += [VarietyTurn(f"h{i}", "hard_negative", "nostalgia", "n", f"delta {i}")
+             for i in range(1, 4)]
     nb, lr = heldout_accuracy(rows, 0)
     assert 0.0 <= nb <= 1.0 and 0.0 <= lr <= 1.0
     with pytest.raises(ValueError, match="two labels"):
@@ -131,7 +133,8 @@ def test_bad_label_is_refused():
 
 
 def test_renderings_carry_the_figures():
-    rows = _rows(12, lambda i: f"we are switching {i} soon", lambda i: f"we might switch {i} someday")
+    rows = _rows(12, lambda i: f"we are switching {i} soon",
+                 lambda i: f"we might switch {i} someday")
     rep = variety_report(rows, seed=0, n_splits=2)
     md = rep.to_markdown()
     assert f"{rep.bow_accuracy:.3f}" in md and "| direct | reversal | 3 |" in md

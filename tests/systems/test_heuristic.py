@@ -79,7 +79,8 @@ def test_explicit_updates_flagged_only_on_request():
     conv = conversation("u", [
         (1, 0, "Vik", "Please send the add-on invoices to Priya Navarro."),
         (1, 1, "Vik", "Our rollout covers 120 seats."),
-        (2, 20, "Vik", "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
+        (2, 20, "Vik",
+         "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
         (2, 21, "Vik", "We are now rolling out to 180 seats."),
     ])
     off = HeuristicSystem(pii="regex")
@@ -151,7 +152,8 @@ def test_replacement_cues_supersede_names_and_ids():
     conv = conversation("r", [
         (1, 0, "Vik", "Please send the add-on invoices to Priya Navarro."),
         (1, 0, "Vik", "Please reference PO-16474 on the add-on invoice."),
-        (2, 20, "Vik", "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
+        (2, 20, "Vik",
+         "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
         (2, 21, "Vik", "The add-on PO changed to PO-37435; please don't use PO-16474."),
     ])
     s = HeuristicSystem(pii="regex")
@@ -159,7 +161,8 @@ def test_replacement_cues_supersede_names_and_ids():
     assert s.turns["r:e00"].retired_by == "r:e02" and s.turns["r:e01"].retired_by == "r:e03"
     v = s.check_alignment("Hi Vik, I'll send the next add-on invoices to Priya Navarro as usual.")
     assert not v.aligned and v.conflicts[0].evidence == ["r:e02"]
-    assert s.check_alignment("Hi Vik, noted: the next add-on invoice goes to Priya Siddiqui.").aligned
+    draft = "Hi Vik, noted: the next add-on invoice goes to Priya Siddiqui."
+    assert s.check_alignment(draft).aligned
     assert "Siddiqui" in s.recall("Who gets the add-on invoices?").text
 
 
@@ -230,7 +233,8 @@ def test_no_crisis_false_positive_on_locomo(locomo_path):
 def test_recall_about_a_named_person_uses_their_turns():
     conv = conversation("o", [
         (1, 0, "Imani Santos", "Thanks to everyone from Tidewater Energy who joined the webinar."),
-        (1, 1, "Imani Santos", "Between the house move and quarter close I'm completely overwhelmed."),
+        (1, 1, "Imani Santos",
+         "Between the house move and quarter close I'm completely overwhelmed."),
         (1, 2, "Jasper", "Tidewater Energy renewal notes are in the folder."),
     ])
     s = HeuristicSystem(pii="regex")

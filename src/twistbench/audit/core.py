@@ -242,7 +242,8 @@ def _recommend(group: str, members: Sequence[TraceScores]) -> dict[str, Any]:
 
 def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Path] | None = None,
           gold: str | Path | None = None, out_dir: str | Path | None = None, *,
-          metric_variant: str = "standard", n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
+          metric_variant: str = "standard", n_resamples: int = TIAP_RESAMPLES,
+          seed: int = TIAP_BOOTSTRAP_SEED,
           k: int | None = None, confidence: float = CONFIDENCE, min_change: float = MIN_CHANGE,
           names: Sequence[str] | None = None,
           pairs: Sequence[tuple[str, str]] | None = None,
@@ -328,7 +329,8 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
 
 def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
                out_dir: str | Path | None = None, *, metric_variant: str = "standard",
-               n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED, k: int | None = None,
+               n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
+               k: int | None = None,
                confidence: float = CONFIDENCE, min_change: float = MIN_CHANGE,
                pairs: Sequence[tuple[str, str]] | None = None,
                groups: Mapping[str, Sequence[str]] | None = None,

@@ -80,7 +80,7 @@ def load_twist_b(key_path: str | Path, locomo_path: str | Path) -> Dataset:
     drafts = read_twist_b(key_path)
     corpus = load_locomo(locomo_path)
     turns = {c.id: set(c.event_index()) for c in corpus.conversations}
-    for n, d in enumerate(drafts, 1):
+    for d in drafts:
         if d.conversation not in turns:
             raise InputError(str(key_path), f"conversation {d.conversation!r} is not in "
                              f"{Path(locomo_path).name}", where=f"item {d.id}", field="conv",

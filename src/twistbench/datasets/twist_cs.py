@@ -38,6 +38,7 @@ def load_cs_dataset(path: Path | None = None, include_crisis: bool = False) -> D
     except Exception as exc:  # pydantic.ValidationError
         raise pydantic_to_input_error(str(path), "payload", exc) from exc
     if ds.version != doc["version"]:
-        raise InputError(str(path), f"payload version {ds.version!r} differs from {doc['version']!r}",
+        raise InputError(str(path),
+                         f"payload version {ds.version!r} differs from {doc['version']!r}",
                          field="version", expected="the same version in header and payload")
     return ds

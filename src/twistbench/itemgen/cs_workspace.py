@@ -30,7 +30,7 @@ import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ EVENTS_MIN, EVENTS_MAX = 400, 900
 
 _DAY_START_MIN = 8 * 60  # business day 08:00-17:00 UTC
 _DAY_MINUTES = 9 * 60
-_EPOCH = datetime(2025, 1, 6, tzinfo=timezone.utc)  # a Monday
+_EPOCH = datetime(2025, 1, 6, tzinfo=UTC)  # a Monday
 
 
 def _rng(seed: int, *parts: object) -> random.Random:
@@ -111,7 +111,7 @@ def _paraphrase_track_a(paraphraser: Paraphraser, out: dict[str, list[Any]]) -> 
     """Rewrite every Track A turn (anchor, drift, reversal, look-alike); e-mail bodies only."""
     done: set[int] = set()
     for key in ("rev", "hn"):
-        for pair, d in out[key]:
+        for _pair, d in out[key]:
             slots = d["meta"]["slots"]
             protected = [str(v) for v in slots.values()] + [P.PRODUCT, P.VENDOR]
             evs = [*d["anchor"], *d.get("drift", []), *d.get("reversal", []), *d.get("turns", [])]
@@ -181,7 +181,8 @@ class Workspace:
         week, wday = divmod(day, 5)
         return self.start + timedelta(days=week * 7 + wday, minutes=_DAY_START_MIN + minute)
 
-    def people_of(self, side: str | None = None, roles: Sequence[str] | None = None) -> list[Person]:
+    def people_of(self, side: str | None = None,
+                  roles: Sequence[str] | None = None) -> list[Person]:
         return [p for p in self.people
                 if (side is None or p.side == side) and (roles is None or p.role in roles)]
 
@@ -514,7 +515,8 @@ def _times(ws: Workspace, rng: random.Random, n: int, gap: int) -> list[int]:
     return [start, *inner, start + gap]
 
 
-def _clause(topic: dict[str, Any], kind: str, rng: random.Random, slots: dict[str, str]) -> tuple[int, str]:
+def _clause(topic: dict[str, Any], kind: str, rng: random.Random,
+            slots: dict[str, str]) -> tuple[int, str]:
     options = topic[kind]
     i = rng.randrange(len(options))
     text = options[i]
@@ -575,7 +577,8 @@ def _track_a(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
         speaker = rng.choice(ws.people_of(roles=topic["roles"]))
         slots = dict(pair["slots"], colleague=ws.colleague(speaker).first)
         family = pair["rev_family"]
-        n_drift = {"direct": 0, "drift_flip": rng.randint(1, 2), "cross_channel": rng.randint(0, 1)}[family]
+        n_drift = {"direct": 0, "drift_flip": rng.randint(1, 2),
+                   "cross_channel": rng.randint(0, 1)}[family]
         gap = _gap_minutes(ws, rng)
         bms = _times(ws, rng, 2 + n_drift, gap)
         ch_anchor = rng.choice(("slack", "email", "call"))
@@ -785,7 +788,8 @@ def _track_b(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
         if family == "consistent":
             source = rng.choice(("event", "commitment", "subject"))
         else:
-            source = {"invented_activity": "event", "negated_commitment": "commitment"}.get(family, "subject")
+            source = {"invented_activity": "event",
+                      "negated_commitment": "commitment"}.get(family, "subject")
         label = {"consistent": "aligned", "acknowledges_change": "hard_negative",
                  "asks_whether_changed": "hard_negative"}.get(family, "contradicting")
         slots = {"first": speaker.first, "company": ws.company}
@@ -824,7 +828,8 @@ def _track_b(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
             key, q = _claim_subject(ws, rng)
             subj = CH.SUBJECTS[key]
             taken: set[str] = set()
-            (old, _), (new, _) = _value(subj["kind"], rng, ws, taken), _value(subj["kind"], rng, ws, taken)
+            (old, _), (new, _) = (_value(subj["kind"], rng, ws, taken),
+                                  _value(subj["kind"], rng, ws, taken))
             changed = family != "consistent"
             gap = _gap_minutes(ws, rng)
             bms = _times(ws, rng, 2, gap)
@@ -883,7 +888,8 @@ def _track_d(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
             probes=[Probe(id=f"{item_id}:direct", kind="direct",
                           text=_fmt(rng.choice(SF.PII_DIRECT_PROBES[kind]), **slots)),
                     Probe(id=f"{item_id}:indirect", kind="indirect",
-                          text=_fmt(SF.PII_INDIRECT_PROBES[k % len(SF.PII_INDIRECT_PROBES)], **slots))],
+                          text=_fmt(SF.PII_INDIRECT_PROBES[k % len(SF.PII_INDIRECT_PROBES)],
+                                    **slots))],
         ))
     # Crisis plants are planned in every build so that all other ids stay the same; their text
     # comes from the opt-in module only when asked for.
@@ -915,7 +921,8 @@ def _track_d(ws: Workspace, w: int, plan: _Plan, seed: int, out: dict[str, list[
         if crisis_mod is None:
             text, reply, phrases, probes = "(crisis plant omitted)", "", (), []
         else:
-            lead, phrase, phrases = crisis_mod.CRISIS_TURNS[crng.randrange(len(crisis_mod.CRISIS_TURNS))]
+            turns = crisis_mod.CRISIS_TURNS
+            lead, phrase, phrases = turns[crng.randrange(len(turns))]
             text = f"{lead} {phrase}"
             reply = crng.choice(crisis_mod.SUPPORT_REPLIES)
             slots = {"speaker": speaker.name, "company": ws.company}
@@ -974,9 +981,10 @@ def build_cs(
         start = _EPOCH + timedelta(weeks=rng.randint(0, 20))
         workspaces.append(Workspace(f"cs-{short}", company, industry, start, weeks, teams[w],
                                     _rng(seed, "ws-events", w)))
-    out: dict[str, list[Any]] = {k: [] for k in
-                                 ("rev", "hn", "hn_pending", "drafts", "chains", "pii", "emo", "crisis")}
-    variety_rows: list[tuple[str, str, str, str, Any]] = []  # kept for debugging; see cs_variety_rows
+    out: dict[str, list[Any]] = {
+        k: [] for k in ("rev", "hn", "hn_pending", "drafts", "chains", "pii", "emo", "crisis")}
+    # kept for debugging; see cs_variety_rows
+    variety_rows: list[tuple[str, str, str, str, Any]] = []
     pii_taken: set[str] = set()
     for w, ws in enumerate(workspaces):
         _track_a(ws, w, plan, seed, out, variety_rows)

@@ -16,7 +16,8 @@ Voice: each speaker's openers, exclamation rate and the name their partner calls
 measured on their own turns; their interests come from LoCoMo's `observation` field (the facts
 behind them are recorded in the key). Everything is seeded and deterministic.
 
-The key (data/twist-locomo-1.0.json, written with datasets/keyfile.py) holds only our turns, where they
+The key (data/twist-locomo-1.0.json, written with datasets/keyfile.py) holds only our turns, where
+they
 go, the gold, the sha256 of the locomo10.json it applies to and the re-validation list; LoCoMo
 itself is read from the user's file. Applying a key to a different file is refused.
 """
@@ -675,7 +676,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                                 n_neg + (n_al - min(2, n_al)), lambda x: dirty(_specific(x)))
         def turn_and_draft(spk: str, turns: list[str], x: str, draft_templates: list[str],
                            x_draft: str, label: str, family: str, rationale: str,
-                           template: str) -> None:
+                           template: str, *, plan: _ConvPlan = plan, rng: random.Random = rng,
+                           addr: dict[str, str] = addr, drafts: list[Any] = drafts) -> None:
             """Plant a turn by `spk` about x and a draft that cites it. The draw order (session,
             turn template, draft shuffle) is part of the seeded output: keep it."""
             sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
@@ -793,7 +795,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                               "session": t.session,
                               "after": t.after, "speaker": t.speaker, "text": t.text,
                               "timestamp": t.timestamp, "channel": "chat"})
-    for cid, ds in pending_drafts.items():
+    for ds in pending_drafts.values():
         for cls, d, ev in ds:
             out["drafts"].append((cls, dict(d, evidence=ev)))
 

@@ -217,7 +217,8 @@ class Vocabulary:
         return x
 
 
-def naive_bayes_fit(x: np.ndarray, y: np.ndarray, alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+def naive_bayes_fit(x: np.ndarray, y: np.ndarray,
+                    alpha: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """Multinomial naive Bayes: (log priors [2], log likelihoods [2, features])."""
     priors = np.array([np.mean(y == c) for c in (0, 1)])
     counts = np.stack([x[y == c].sum(axis=0) for c in (0, 1)]) + alpha
@@ -288,7 +289,8 @@ def heldout_accuracy(turns: Sequence[VarietyTurn], seed: int) -> tuple[float, fl
     return nb, lr
 
 
-def cue_shares(turns: Sequence[VarietyTurn], n_max: int = 3, top: int = 5) -> list[tuple[str, float, float]]:
+def cue_shares(turns: Sequence[VarietyTurn], n_max: int = 3,
+               top: int = 5) -> list[tuple[str, float, float]]:
     """Cues (n-grams not made only of function words) by share of reversal turns containing them.
 
     Returns (cue, share of reversal turns, share of hard-negative turns), highest first; ties

@@ -2,10 +2,11 @@
 
 Columns (whitepaper §5), each declared by its track (`Track.headline`): LoCoMo (F1 / evidence
 recall) · A online and A batch (detection F1 / false-flag rate) · B (balanced accuracy /
-hard-negative specificity) · C (current / stale) · D (leak / over-blocking). A headline cell holds a `PairedMetric`, and `paired()` is the only way
-to make one, so a detection number can never be shown without its partner. A track the system
-declines, or the dataset lacks, is an N/A cell with its reason — never zero. Every cell carries
-the error count (failed calls, excluded from the metrics) and the missing count.
+hard-negative specificity) · C (current / stale) · D (leak / over-blocking). A headline cell
+holds a `PairedMetric`, and `paired()` is the only way to make one, so a detection number can
+never be shown without its partner. A track the system declines, or the dataset lacks, is an
+N/A cell with its reason — never zero. Every cell carries the error count (failed calls,
+excluded from the metrics) and the missing count.
 
 A profile covers one dataset key: rows on different keys are refused (`build_profile`);
 `group_by_key` splits mixed entries into one profile per key.

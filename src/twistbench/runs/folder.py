@@ -29,7 +29,8 @@ class Redactor:
     a secret echoed back inside a system's answer is scrubbed too.
     """
 
-    def __init__(self, options: dict[str, Any] | None = None, environ: dict[str, str] | None = None):
+    def __init__(self, options: dict[str, Any] | None = None,
+                 environ: dict[str, str] | None = None):
         env = os.environ if environ is None else environ
         values = {str(v) for k, v in (options or {}).items() if _SECRET_NAME.search(k) and v}
         values |= {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 6}

@@ -120,7 +120,8 @@ def run_system(
     guarded = GuardedSystem(system, settings.timeout_s)
     if gold_channel:
         if not isinstance(system, GoldReader):
-            raise InputError(spec or name, "registered for the gold channel but has no receive_gold")
+            raise InputError(spec or name,
+                             "registered for the gold channel but has no receive_gold")
         system.receive_gold(dataset)
 
     new = skipped = replay_failures = 0

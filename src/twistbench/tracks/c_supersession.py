@@ -203,7 +203,7 @@ class SupersessionTrack:
                        else judge.classify(ch, q, Answer.model_validate(ans)))
             out[r.item_id] = (ch, q, verdict)
         missing: dict[str, int] = defaultdict(int)
-        for iid, (ch, q) in index.items():
+        for iid, (_ch, q) in index.items():
             if iid not in seen:
                 missing[q.kind] += 1
         return out, dict(errors), dict(missing)
