@@ -458,70 +458,94 @@ class BuildReport:
         return "\n".join(lines)
 
 
-def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
-                         include_crisis: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Generate the key payload for this LoCoMo corpus. Returns (payload, extras) where extras
-    holds the variety rows and voices (not part of the key)."""
-    convs = corpus.conversations
-    n = len(convs)
-    uniq = _Unique()
-    out: dict[str, list[Any]] = {f: [] for f in ("reversal_arcs", "hard_negative_arcs", "drafts",
-                                                 "update_chains", "pii_plants", "crisis_plants",
-                                                 "emotional_negatives")}
-    variety_rows: list[tuple[str, str, str, str, str]] = []
-    plans: dict[str, _ConvPlan] = {}
-    voices: dict[str, dict[str, Voice]] = {}
-    keywords: dict[str, list[str]] = {}  # tmp turn key -> subject keywords (re-validation)
-    appended_meta: list[dict[str, Any]] = []
-    n_rev = _per_conv(SIZES["reversal_arcs"], n)
-    n_chain = _per_conv(SIZES["update_chains"], n)
-    n_pii = _per_conv(SIZES["pii_plants"], n)
-    n_emo = _per_conv(SIZES["emotional_negatives"], n, offset=3)
-    n_crisis = _per_conv(SIZES["crisis_plants"], n, offset=5)
-    n_draft = _per_conv(SIZES["drafts"], n)
-    phone_pool = random.Random(f"{seed}:phones").sample(range(100), 100)
-    owners = random.Random(f"{seed}:owners").sample(T_SAFE.OWNERS, len(T_SAFE.OWNERS))
-    hn_counter = 0
-    pii_counter = 0
-    pending_drafts: dict[str, list[tuple[Draft, list[str]]]] = {}
+@dataclass
+class _Build:
+    """What the generation of one payload shares across conversations."""
 
-    for ci, conv in enumerate(convs):
-        cid = conv.id
-        rng = random.Random(f"{seed}:{cid}")
-        plan = _ConvPlan(conv, _qa_spans(corpus, cid), rng)
-        plan.append_sessions(APPENDED_SESSIONS)
-        plans[cid] = plan
+    corpus: LocomoCorpus
+    seed: int
+    uniq: _Unique = field(default_factory=lambda: _Unique())
+    out: dict[str, list[Any]] = field(default_factory=lambda: {
+        f: [] for f in ("reversal_arcs", "hard_negative_arcs", "drafts", "update_chains",
+                        "pii_plants", "crisis_plants", "emotional_negatives")})
+    variety_rows: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+    keywords: dict[str, list[str]] = field(default_factory=dict)  # tmp turn key -> keywords
+    appended_meta: list[dict[str, Any]] = field(default_factory=list)
+    pending_drafts: dict[str, list[tuple[Any, dict[str, Any], list[str]]]] = field(
+        default_factory=dict)
+    hn_counter: int = 0
+    pii_counter: int = 0
+
+    def __post_init__(self) -> None:
+        n = len(self.corpus.conversations)
+        self.n_rev = _per_conv(SIZES["reversal_arcs"], n)
+        self.n_chain = _per_conv(SIZES["update_chains"], n)
+        self.n_pii = _per_conv(SIZES["pii_plants"], n)
+        self.n_emo = _per_conv(SIZES["emotional_negatives"], n, offset=3)
+        self.n_crisis = _per_conv(SIZES["crisis_plants"], n, offset=5)
+        self.n_draft = _per_conv(SIZES["drafts"], n)
+        self.phone_pool = random.Random(f"{self.seed}:phones").sample(range(100), 100)
+        self.owners = random.Random(f"{self.seed}:owners").sample(T_SAFE.OWNERS,
+                                                                  len(T_SAFE.OWNERS))
+
+
+class _ConvBuild:
+    """The injection into one conversation: its plan, voices and random stream. The methods run
+    in a fixed order (greetings, A, C, B, D); every draw from `rng` is part of the seeded output,
+    so their order and the order of draws inside them must not change."""
+
+    def __init__(self, build: _Build, ci: int, conv: Conversation):
+        self.b = build
+        self.ci = ci
+        self.conv = conv
+        self.cid = cid = conv.id
+        self.rng = random.Random(f"{build.seed}:{cid}")
+        self.plan = _ConvPlan(conv, _qa_spans(build.corpus, cid), self.rng)
+        self.plan.append_sessions(APPENDED_SESSIONS)
         a, b = conv.speakers[0], conv.speakers[1]
-        side = corpus.side.get(cid, {})
-        vo = {a: derive_voice(conv, side, a, b), b: derive_voice(conv, side, b, a)}
-        voices[cid] = vo
-        partner = {a: b, b: a}
+        side = build.corpus.side.get(cid, {})
+        self.vo = {a: derive_voice(conv, side, a, b), b: derive_voice(conv, side, b, a)}
+        self.partner = {a: b, b: a}
+        self.addr = {s: self.vo[s].address for s in conv.speakers}
+        self.qa_words = _qa_words(build.corpus, conv)
+        self.block: set[str] = set()  # stems that would clash with this conversation's arcs
+        self.first = 0  # which speaker the first item of each kind goes to
 
-        def say(speaker: str, text: str) -> str:
-            return vo[speaker].say(text, rng)  # noqa: B023
+    def say(self, speaker: str, text: str) -> str:
+        return self.vo[speaker].say(text, self.rng)
 
-        # Appended sessions open with a short greeting exchange, in each speaker's voice.
+    def dirty(self, words: list[str]) -> bool:
+        """Words that a LoCoMo question of this conversation is about."""
+        return bool(_kw_stems(words) & self.qa_words)
+
+    def clash(self, words: list[str]) -> bool:
+        """Words that would contradict one of this conversation's arcs by accident."""
+        return bool(_kw_stems(words) & self.block)
+
+    def greetings(self) -> None:
+        """Appended sessions open with a short greeting exchange, in each speaker's voice."""
+        a, b = self.conv.speakers[0], self.conv.speakers[1]
+        plan, vo = self.plan, self.vo
         for s in plan.appended:
-            g1, g2 = rng.choice(_GREETINGS)
-            plan.add(s, a, say(a, _fill(g1, A=vo[b].address)))
-            plan.add(s, b, say(b, _fill(g2, A=vo[a].address,
-                                        i=(vo[b].interests or ["work"])[0])))
-            appended_meta.append({"conversation": cid, "session": s, "date_text": plan.date_text[s],
-                                  "timestamp": plan.dates[s].isoformat()})
+            g1, g2 = self.rng.choice(_GREETINGS)
+            plan.add(s, a, self.say(a, _fill(g1, A=vo[b].address)))
+            plan.add(s, b, self.say(b, _fill(g2, A=vo[a].address,
+                                             i=(vo[b].interests or ["work"])[0])))
+            self.b.appended_meta.append({"conversation": self.cid, "session": s,
+                                         "date_text": plan.date_text[s],
+                                         "timestamp": plan.dates[s].isoformat()})
 
-        # --- Track A: reversal arcs and their hard negatives
-        qa_words = _qa_words(corpus, conv)
-
-        def dirty(words: list[str]) -> bool:
-            return bool(_kw_stems(words) & qa_words)  # noqa: B023
-
-        topics = _prefer_clean(rng, T_ARCS.TOPICS, n_rev[ci], lambda t: dirty(t["keywords"]))
-        first = rng.randrange(2)
+    def track_a(self) -> list[dict[str, Any]]:
+        """Reversal arcs and their paired hard negatives; returns the topics used."""
+        rng, plan, cid, conv = self.rng, self.plan, self.cid, self.conv
+        topics = _prefer_clean(rng, T_ARCS.TOPICS, self.b.n_rev[self.ci],
+                               lambda t: self.dirty(t["keywords"]))
+        self.first = first = rng.randrange(2)
         for k, topic in enumerate(topics):
             spk = conv.speakers[(k + first) % 2]
             fam = T_ARCS.REVERSAL_FAMILIES[k % 3]
-            x_rev, x_hn = _prefer_clean(rng, topic["slots"], 2, lambda x: dirty([x]))
-            spk_hn = partner[spk]  # the hard negative is the partner's: one speaker, one car
+            x_rev, x_hn = _prefer_clean(rng, topic["slots"], 2, lambda x: self.dirty([x]))
+            spk_hn = self.partner[spk]  # the hard negative is the partner's: one speaker, one car
             kw = [*topic["keywords"], x_rev]
             if fam == "drift_flip":
                 ss = plan.pick_sessions(3, 10, last_appended=False)
@@ -534,72 +558,78 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                 ss_d = None
             ia = rng.randrange(len(topic["anchor"]))
             ir = rng.randrange(len(topic["neg"]))
-            t_anchor = plan.add(ss_a, spk, say(spk, _fill(topic["anchor"][ia], x=x_rev)))
+            t_anchor = plan.add(ss_a, spk, self.say(spk, _fill(topic["anchor"][ia], x=x_rev)))
             t_drift: list[str] = []
             if ss_d is not None:
                 idr = rng.randrange(len(topic["drift"]))
-                t_drift.append(plan.add(ss_d, spk, say(spk, _fill(topic["drift"][idr], x=x_rev))))
+                t_drift.append(plan.add(ss_d, spk,
+                                        self.say(spk, _fill(topic["drift"][idr], x=x_rev))))
             rev_tpl, rev_fid = _frame(rng, T_ARCS.REVERSAL_CORES, {
                 "neg": topic["neg"][ir], "pressure": rng.choice(topic["pressure"]),
                 "nostalgia": rng.choice(topic["nostalgia"])})
-            rev_text = say(spk, _fill(rev_tpl, x=x_rev))
+            rev_text = self.say(spk, _fill(rev_tpl, x=x_rev))
             t_rev = plan.add(ss_r, spk, rev_text)
             for t in (t_anchor, *t_drift, t_rev):
-                keywords[t] = kw
+                self.b.keywords[t] = kw
             rid, nid = f"{cid}:A{k + 1}", f"{cid}:N{k + 1}"
-            out["reversal_arcs"].append((ReversalArc, dict(
+            self.b.out["reversal_arcs"].append((ReversalArc, dict(
                 id=rid, conversation=cid, speaker=spk, topic=f"{topic['id']}:{x_rev}", family=fam,
                 anchor=[t_anchor], drift=t_drift, reversal=[t_rev], paired_negative=nid,
                 meta={"gap_days": round(plan.gap_days(ss_a, ss_r), 1), "sessions": [ss_a, ss_r],
                       "templates": {"anchor": f"{topic['id']}/anchor{ia}",
                                     "reversal": f"{topic['id']}/neg{ir}/{rev_fid}"}})))
-            variety_rows.append((rid, "reversal", fam, f"{topic['id']}/neg{ir}/{rev_fid}",
-                                 rev_text))
-            # the paired hard negative: same speaker, same topic, another slot value
-            hfam = T_ARCS.HN_FAMILIES[hn_counter % 4]
-            hn_counter += 1
-            ha, hh = plan.pick_sessions(2, 7)
-            iha = rng.randrange(len(topic["anchor"]))
-            hkind, hcores = T_ARCS.HN_CORES[hfam]
-            ihn = rng.randrange(len(topic[hkind]))
-            pos = rng.choice(topic["pos"])
-            if rng.random() < 0.6:  # "still" would otherwise mark every consistent clause
-                pos = pos.replace(" still ", " ")
-            hclauses = {hkind: topic[hkind][ihn], "pos": pos,
-                        "cond": rng.choice(topic["cond"])}
-            kw2 = [*topic["keywords"], x_hn]
-            h_anchor = plan.add(ha, spk_hn, say(spk_hn, _fill(topic["anchor"][iha], x=x_hn)))
-            hn_tpl, hn_fid = _frame(rng, hcores, hclauses)
-            hn_text = say(spk_hn, _fill(hn_tpl, x=x_hn))
-            h_turn = plan.add(hh, spk_hn, hn_text)
-            keywords[h_anchor] = kw2
-            keywords[h_turn] = kw2
-            out["hard_negative_arcs"].append((HardNegativeArc, dict(
-                id=nid, conversation=cid, speaker=spk_hn, topic=f"{topic['id']}:{x_hn}",
-                family=hfam,
-                anchor=[h_anchor], turns=[h_turn], paired_reversal=rid,
-                meta={"gap_days": round(plan.gap_days(ha, hh), 1),
-                      "templates": {"turn": f"{topic['id']}/{hkind}{ihn}/{hn_fid}"}})))
-            variety_rows.append((nid, "hard_negative", hfam,
-                                 f"{topic['id']}/{hkind}{ihn}/{hn_fid}", hn_text))
+            self.b.variety_rows.append((rid, "reversal", fam, f"{topic['id']}/neg{ir}/{rev_fid}",
+                                        rev_text))
+            self._hard_negative(topic, spk_hn, x_hn, nid, rid)
+        return topics
 
-        # --- Track C: update chains
+    def _hard_negative(self, topic: dict[str, Any], spk_hn: str, x_hn: str, nid: str,
+                       rid: str) -> None:
+        """The hard negative paired with reversal `rid`: same topic, another slot value."""
+        rng, plan = self.rng, self.plan
+        hfam = T_ARCS.HN_FAMILIES[self.b.hn_counter % 4]
+        self.b.hn_counter += 1
+        ha, hh = plan.pick_sessions(2, 7)
+        iha = rng.randrange(len(topic["anchor"]))
+        hkind, hcores = T_ARCS.HN_CORES[hfam]
+        ihn = rng.randrange(len(topic[hkind]))
+        pos = rng.choice(topic["pos"])
+        if rng.random() < 0.6:  # "still" would otherwise mark every consistent clause
+            pos = pos.replace(" still ", " ")
+        hclauses = {hkind: topic[hkind][ihn], "pos": pos,
+                    "cond": rng.choice(topic["cond"])}
+        kw2 = [*topic["keywords"], x_hn]
+        h_anchor = plan.add(ha, spk_hn, self.say(spk_hn, _fill(topic["anchor"][iha], x=x_hn)))
+        hn_tpl, hn_fid = _frame(rng, hcores, hclauses)
+        hn_text = self.say(spk_hn, _fill(hn_tpl, x=x_hn))
+        h_turn = plan.add(hh, spk_hn, hn_text)
+        self.b.keywords[h_anchor] = kw2
+        self.b.keywords[h_turn] = kw2
+        self.b.out["hard_negative_arcs"].append((HardNegativeArc, dict(
+            id=nid, conversation=self.cid, speaker=spk_hn, topic=f"{topic['id']}:{x_hn}",
+            family=hfam,
+            anchor=[h_anchor], turns=[h_turn], paired_reversal=rid,
+            meta={"gap_days": round(plan.gap_days(ha, hh), 1),
+                  "templates": {"turn": f"{topic['id']}/{hkind}{ihn}/{hn_fid}"}})))
+        self.b.variety_rows.append((nid, "hard_negative", hfam,
+                                    f"{topic['id']}/{hkind}{ihn}/{hn_fid}", hn_text))
+
+    def track_c(self, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Update chains; returns what Track B drafts are written against."""
+        rng, plan, cid, conv, first = self.rng, self.plan, self.cid, self.conv, self.first
         # Nothing else injected may contradict an arc by accident (a car chain for someone who
         # "will never buy a car", a broken-down car as an emotional turn, a charity 5K draft
         # for someone "never running a race again").
-        block = _kw_stems([w for t in topics
-                           for w in (*t["keywords"], *T_ARCS.CLASHES.get(t["id"], ()))])
-
-        def clash(words: list[str]) -> bool:
-            return bool(_kw_stems(words) & block)  # noqa: B023
-
+        self.block = _kw_stems([w for t in topics
+                                for w in (*t["keywords"], *T_ARCS.CLASHES.get(t["id"], ()))])
         subjects = _prefer_clean(rng, [sj for sj in T_CH.SUBJECTS
-                                       if not clash([sj["id"], *sj["keywords"], *sj["first"],
-                                                     *sj["update"], *sj.get("coexist", [])])],
-                                 len(T_CH.SUBJECTS), lambda sj: dirty(sj["keywords"]))
+                                       if not self.clash([sj["id"], *sj["keywords"], *sj["first"],
+                                                          *sj["update"],
+                                                          *sj.get("coexist", [])])],
+                                 len(T_CH.SUBJECTS), lambda sj: self.dirty(sj["keywords"]))
         coexist_capable = [s for s in subjects if "coexist" in s]
         others = [s for s in subjects if "coexist" not in s]
-        per_fam = _per_conv(n_chain[ci], 3, offset=ci)
+        per_fam = _per_conv(self.b.n_chain[self.ci], 3, offset=self.ci)
         chosen: list[tuple[dict, str]] = [(s, "coexisting") for s in coexist_capable[:per_fam[2]]]
         rest = [s for s in others + coexist_capable[per_fam[2]:]]
         fams = ["one_update"] * per_fam[0] + ["two_updates"] * per_fam[1]
@@ -608,7 +638,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
         for k, (subj, fam) in enumerate(chosen):
             spk = conv.speakers[(k + first + 1) % 2]
             nstates = 3 if fam == "two_updates" else 2
-            vals = _prefer_clean(rng, subj["values"], nstates, lambda v: dirty([v[0]]))
+            vals = _prefer_clean(rng, subj["values"], nstates, lambda v: self.dirty([v[0]]))
             sess = plan.pick_sessions(nstates, 10)
             states = []
             tmp_ids = []
@@ -620,8 +650,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                     pool = subj["coexist"] if fam == "coexisting" else subj["update"]
                     tpl = rng.choice(pool)
                     text = _fill(tpl, v=v, old=vals[j - 1][0])
-                t = plan.add(sess[j], spk, say(spk, text))
-                keywords[t] = [*subj["keywords"], v]
+                t = plan.add(sess[j], spk, self.say(spk, text))
+                self.b.keywords[t] = [*subj["keywords"], v]
                 tmp_ids.append(t)
                 states.append({"value": v, "variants": list(variants), "turns": [t],
                                "current": fam == "coexisting" or j == nstates - 1})
@@ -631,163 +661,195 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
             for kind in ("current", "history", "post_resolution"):
                 cands = [_fill(q, S=spk) for q in qsrc[kind]]
                 queries.append({"id": f"{cid_chain}:{kind}", "kind": kind,
-                                "text": uniq.pick(cands, f"{spk}, {partner[spk]}'s friend")})
-            out["update_chains"].append((UpdateChain, dict(
+                                "text": self.b.uniq.pick(cands,
+                                                         f"{spk}, {self.partner[spk]}'s friend")})
+            self.b.out["update_chains"].append((UpdateChain, dict(
                 id=cid_chain, conversation=cid, speaker=spk, subject=subj["id"], family=fam,
                 states=states, queries=queries,
                 meta={"sessions": sess, "gap_days": round(plan.gap_days(sess[0], sess[-1]), 1)})))
             chain_info.append({"id": cid_chain, "subject": subj, "family": fam, "speaker": spk,
                                "values": [v for v, _ in vals], "turns": tmp_ids})
+        return chain_info
 
-        # --- Track B: drafts (½ contradicting, ¼ aligned, ¼ hard negative)
-        nd = n_draft[ci]
+    def track_b(self, chain_info: list[dict[str, Any]]) -> None:
+        """Drafts: ½ contradicting, ¼ aligned, ¼ hard negative (evidence resolved later)."""
+        rng, conv, first, cid = self.rng, self.conv, self.first, self.cid
+        nd = self.b.n_draft[self.ci]
         n_con, n_al = nd // 2, nd // 4
         n_hn = nd - n_con - n_al
         updatable = [c for c in chain_info if c["family"] != "coexisting"]
         rng.shuffle(updatable)
         drafts: list[tuple[dict[str, Any], list[str]]] = []
-        addr = {s: vo[s].address for s in conv.speakers}
-
-        def chain_draft(c: dict[str, Any], kind: str, label: str, family: str) -> None:
-            subj, spk = c["subject"], c["speaker"]  # noqa: B023
-            old, new = c["values"][-2], c["values"][-1]
-            if kind == "stale" and len(c["values"]) == 3 and rng.random() < 0.5:  # noqa: B023
-                old = c["values"][0]
-            cands = [_fill(t, A=addr[spk], old=old, new=new)  # noqa: B023
-                     for t in subj["drafts"][kind]]
-            rng.shuffle(cands)  # noqa: B023
-            text = uniq.pick(cands, f"{spk}'s {subj['id']}")  # noqa: B023
-            if kind == "stale":
-                ev = [c["turns"][-1]]
-            elif kind == "aligned":
-                ev = [c["turns"][-1]]
-            else:
-                ev = [c["turns"][-2], c["turns"][-1]]
-            drafts.append((dict(label=label, family=family, speaker=spk, text=text,  # noqa: B023
-                                rationale=f"{kind} on chain {c['id']}: {old} -> {new}",
-                                meta={"chain": c["id"], "template": f"{subj['id']}/{kind}"}), ev))
-
         n_stale = max(0, min(len(updatable), n_con - 2 * (n_con // 3)))
         for i in range(n_stale):
-            chain_draft(updatable[i % len(updatable)], "stale", "contradicting", "stale_assumption")
+            self._chain_draft(drafts, updatable[i % len(updatable)], "stale", "contradicting",
+                              "stale_assumption")
         n_neg = (n_con - n_stale) // 2
         n_inv = n_con - n_stale - n_neg
-        commits = _prefer_clean(rng, [x for x in T_CH.COMMITMENTS if not clash([x])],
-                                n_neg + (n_al - min(2, n_al)), lambda x: dirty(_specific(x)))
-        def turn_and_draft(spk: str, turns: list[str], x: str, draft_templates: list[str],
-                           x_draft: str, label: str, family: str, rationale: str,
-                           template: str, *, plan: _ConvPlan = plan, rng: random.Random = rng,
-                           addr: dict[str, str] = addr, drafts: list[Any] = drafts) -> None:
-            """Plant a turn by `spk` about x and a draft that cites it. The draw order (session,
-            turn template, draft shuffle) is part of the seeded output: keep it."""
-            sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
-            said = say(spk, _fill(rng.choice(turns), x=x))
-            t = plan.add(sess, spk, said)
-            keywords[t] = _specific(x)
-            cands = [_fill(d, A=addr[spk], x=x_draft) for d in draft_templates]
-            rng.shuffle(cands)
-            drafts.append((dict(label=label, family=family, speaker=spk,
-                                text=uniq.pick(cands, spk), rationale=rationale,
-                                meta={"template": template}), [t]))
-
+        commits = _prefer_clean(rng, [x for x in T_CH.COMMITMENTS if not self.clash([x])],
+                                n_neg + (n_al - min(2, n_al)),
+                                lambda x: self.dirty(_specific(x)))
         for i in range(n_neg):
             spk = conv.speakers[(i + first) % 2]
             x = commits[i]
-            turn_and_draft(spk, T_CH.COMMIT_TURNS, x, T_CH.NEGATED_DRAFTS, _definite(x),
-                           "contradicting", "negated_commitment",
-                           f"{spk} committed to {x}; nothing says it was dropped",
-                           "commitment/negated")
-        for i, x in enumerate(_prefer_clean(rng, [x for x in T_CH.EVENTS if not clash([x])], n_inv,
-                                                    lambda x: dirty(_specific(x)))):
+            self._turn_and_draft(drafts, spk, T_CH.COMMIT_TURNS, x, T_CH.NEGATED_DRAFTS,
+                                 _definite(x), "contradicting", "negated_commitment",
+                                 f"{spk} committed to {x}; nothing says it was dropped",
+                                 "commitment/negated")
+        events = _prefer_clean(rng, [x for x in T_CH.EVENTS if not self.clash([x])], n_inv,
+                               lambda x: self.dirty(_specific(x)))
+        for i, x in enumerate(events):
             spk = conv.speakers[(i + first + 1) % 2]
-            turn_and_draft(spk, T_CH.NOT_YET_TURNS, x, T_CH.INVENTED_DRAFTS, x, "contradicting",
-                           "invented_activity", f"{spk} says they have never been to {x}",
-                           "event/invented")
+            self._turn_and_draft(drafts, spk, T_CH.NOT_YET_TURNS, x, T_CH.INVENTED_DRAFTS, x,
+                                 "contradicting", "invented_activity",
+                                 f"{spk} says they have never been to {x}", "event/invented")
         n_al_chain = min(2, n_al)
         for i in range(n_al - n_al_chain):
             spk = conv.speakers[(i + first) % 2]
             x = commits[n_neg + i]
-            turn_and_draft(spk, T_CH.COMMIT_TURNS, x, T_CH.ALIGNED_COMMIT_DRAFTS, _definite(x),
-                           "aligned", "consistent", f"{spk} committed to {x}",
-                           "commitment/aligned")
+            self._turn_and_draft(drafts, spk, T_CH.COMMIT_TURNS, x, T_CH.ALIGNED_COMMIT_DRAFTS,
+                                 _definite(x), "aligned", "consistent",
+                                 f"{spk} committed to {x}", "commitment/aligned")
         for i in range(n_al_chain):
-            chain_draft(updatable[(n_stale + i) % len(updatable)], "aligned", "aligned",
-                        "consistent")
+            self._chain_draft(drafts, updatable[(n_stale + i) % len(updatable)], "aligned",
+                              "aligned", "consistent")
         n_ack = (n_hn + 1) // 2
         for i in range(n_hn):
             kind, fam = (("ack", "acknowledges_change") if i < n_ack
                          else ("ask", "asks_whether_changed"))
-            chain_draft(updatable[(i + 1) % len(updatable)], kind, "hard_negative", fam)
-        pending_drafts[cid] = [(Draft, dict(d, id=f"{cid}:B{j + 1}", conversation=cid), ev)
-                               for j, (d, ev) in enumerate(drafts)]
+            self._chain_draft(drafts, updatable[(i + 1) % len(updatable)], kind,
+                              "hard_negative", fam)
+        self.b.pending_drafts[cid] = [(Draft, dict(d, id=f"{cid}:B{j + 1}", conversation=cid), ev)
+                                      for j, (d, ev) in enumerate(drafts)]
 
-        # --- Track D: PII plants and emotional hard negatives
-        for k in range(n_pii[ci]):
+    def _chain_draft(self, drafts: list[tuple[dict[str, Any], list[str]]], c: dict[str, Any],
+                     kind: str, label: str, family: str) -> None:
+        """A draft about update chain `c`: stale, aligned, acknowledging or asking."""
+        rng = self.rng
+        subj, spk = c["subject"], c["speaker"]
+        old, new = c["values"][-2], c["values"][-1]
+        if kind == "stale" and len(c["values"]) == 3 and rng.random() < 0.5:
+            old = c["values"][0]
+        cands = [_fill(t, A=self.addr[spk], old=old, new=new) for t in subj["drafts"][kind]]
+        rng.shuffle(cands)
+        text = self.b.uniq.pick(cands, f"{spk}'s {subj['id']}")
+        if kind == "stale":
+            ev = [c["turns"][-1]]
+        elif kind == "aligned":
+            ev = [c["turns"][-1]]
+        else:
+            ev = [c["turns"][-2], c["turns"][-1]]
+        drafts.append((dict(label=label, family=family, speaker=spk, text=text,
+                            rationale=f"{kind} on chain {c['id']}: {old} -> {new}",
+                            meta={"chain": c["id"], "template": f"{subj['id']}/{kind}"}), ev))
+
+    def _turn_and_draft(self, drafts: list[tuple[dict[str, Any], list[str]]], spk: str,
+                        turns: list[str], x: str, draft_templates: list[str], x_draft: str,
+                        label: str, family: str, rationale: str, template: str) -> None:
+        """Plant a turn by `spk` about x and a draft that cites it. The draw order (session,
+        turn template, draft shuffle) is part of the seeded output: keep it."""
+        rng, plan = self.rng, self.plan
+        sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
+        said = self.say(spk, _fill(rng.choice(turns), x=x))
+        t = plan.add(sess, spk, said)
+        self.b.keywords[t] = _specific(x)
+        cands = [_fill(d, A=self.addr[spk], x=x_draft) for d in draft_templates]
+        rng.shuffle(cands)
+        drafts.append((dict(label=label, family=family, speaker=spk,
+                            text=self.b.uniq.pick(cands, spk), rationale=rationale,
+                            meta={"template": template}), [t]))
+
+    def track_d(self) -> None:
+        """PII plants and emotional hard negatives."""
+        rng, plan, cid, conv, first = self.rng, self.plan, self.cid, self.conv, self.first
+        b = self.b
+        for k in range(b.n_pii[self.ci]):
             spk = conv.speakers[(k + first) % 2]
-            first_n, last_n, role = owners[pii_counter]
-            kind = ("phone", "email", "address")[pii_counter % 3]
+            first_n, last_n, role = b.owners[b.pii_counter]
+            kind = ("phone", "email", "address")[b.pii_counter % 3]
             if kind == "phone":
-                value = f"555-01{phone_pool[pii_counter]:02d}"
+                value = f"555-01{b.phone_pool[b.pii_counter]:02d}"
             elif kind == "email":
                 value = (f"{first_n.lower()}.{last_n.lower().replace(' ', '')}@"
                          f"{rng.choice(T_SAFE.EMAIL_DOMAINS)}")
             else:
                 value = (f"{rng.randint(12, 980)} {rng.choice(T_SAFE.STREETS)}, "
                          f"{rng.choice(T_SAFE.TOWNS)}")
-            pii_counter += 1
+            b.pii_counter += 1
             slots = dict(first=first_n, last=last_n, role=role, value=value, S=spk)
             sess = plan.any_session(0.15)  # drawn before the text: keeps the seeded order
-            said = say(spk, rng.choice(T_SAFE.PII_TURNS[kind]).format(**slots))
+            said = self.say(spk, rng.choice(T_SAFE.PII_TURNS[kind]).format(**slots))
             t = plan.add(sess, spk, said)
-            keywords[t] = [first_n.lower(), last_n.lower()]
+            b.keywords[t] = [first_n.lower(), last_n.lower()]
             pid = f"{cid}:P{k + 1}"
-            direct = uniq.pick([q.format(**slots) for q in T_SAFE.PII_PROBES[kind]], cid)
-            indirect = uniq.pick([q.format(**slots) for q in rng.sample(T_SAFE.PII_INDIRECT, 3)],
-                                 cid)
-            out["pii_plants"].append((PIIPlant, dict(
+            direct = b.uniq.pick([q.format(**slots) for q in T_SAFE.PII_PROBES[kind]], cid)
+            indirect = b.uniq.pick([q.format(**slots)
+                                    for q in rng.sample(T_SAFE.PII_INDIRECT, 3)], cid)
+            b.out["pii_plants"].append((PIIPlant, dict(
                 id=pid, conversation=cid, kind=kind, value=value, owner=f"{first_n} {last_n}",
                 turn=t,
                 probes=[{"id": f"{pid}:direct", "kind": "direct", "text": direct},
                         {"id": f"{pid}:indirect", "kind": "indirect", "text": indirect}],
                 meta={"speaker": spk, "role": role})))
-        emos = _prefer_clean(rng, [e for e in T_SAFE.EMOTIONAL if not clash([e[1]])], n_emo[ci],
-                             lambda e: dirty([w for x in e[3] for w in _specific(x)]))
+        emos = _prefer_clean(rng, [e for e in T_SAFE.EMOTIONAL if not self.clash([e[1]])],
+                             b.n_emo[self.ci],
+                             lambda e: self.dirty([w for x in e[3] for w in _specific(x)]))
         for k, (cat, turn_tpl, probe_tpl, expected) in enumerate(emos):
             spk = conv.speakers[(k + first + 1) % 2]
-            interest = (vo[spk].interests or ["my hobbies"])[0]
+            interest = (self.vo[spk].interests or ["my hobbies"])[0]
             interest = interest if interest.startswith("my ") else f"my {interest}"
-            t = plan.add(plan.any_session(0.15), spk, say(spk, turn_tpl.format(i=interest)))
-            keywords[t] = [w for e in expected for w in _specific(e)]
+            t = plan.add(plan.any_session(0.15), spk, self.say(spk, turn_tpl.format(i=interest)))
+            b.keywords[t] = [w for e in expected for w in _specific(e)]
             eid = f"{cid}:E{k + 1}"
-            probe = uniq.pick([probe_tpl.format(S=spk)], f"{spk}, {partner[spk]}'s friend")
-            out["emotional_negatives"].append((EmotionalHardNegative, dict(
+            probe = b.uniq.pick([probe_tpl.format(S=spk)], f"{spk}, {self.partner[spk]}'s friend")
+            b.out["emotional_negatives"].append((EmotionalHardNegative, dict(
                 id=eid, conversation=cid, speaker=spk, turn=t,
                 probe={"id": f"{eid}:probe", "kind": "direct", "text": probe},
                 expected=list(expected), meta={"category": cat})))
 
-    # Crisis plants come last, from their own random stream and id space ("TX"), so the default
-    # key and the crisis key agree on everything else.
+
+def _crisis_plants(build: _Build, plans: dict[str, _ConvPlan]) -> None:
+    """Crisis plants come last, from their own random stream and id space ("TX"), so the default
+    key and the crisis key agree on everything else."""
+    for ci, conv in enumerate(build.corpus.conversations):
+        crng = random.Random(f"{build.seed}:crisis:{conv.id}")
+        plan = plans[conv.id]
+        plan.rng = crng
+        picked = crng.sample(T_CRISIS.CRISIS_TURNS, build.n_crisis[ci])
+        for k, (turn_text, phrases) in enumerate(picked):
+            spk = conv.speakers[k % 2]
+            t = plan.add(plan.any_session(0.0), spk, turn_text, crisis=True)
+            xid = f"{conv.id}:X{k + 1}"
+            probes = [{"id": f"{xid}:probe{j + 1}", "kind": "indirect",
+                       "text": build.uniq.pick([p.format(S=spk)], f"{spk}, {xid}")}
+                      for j, p in enumerate(T_CRISIS.CRISIS_PROBES[:1])]
+            build.out["crisis_plants"].append((CrisisPlant, dict(
+                id=xid, conversation=conv.id, speaker=spk, turn=t, probes=probes,
+                key_phrases=list(phrases))))
+
+
+def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
+                         include_crisis: bool = False) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Generate the key payload for this LoCoMo corpus. Returns (payload, extras) where extras
+    holds the variety rows and voices (not part of the key)."""
+    build = _Build(corpus, seed)
+    plans: dict[str, _ConvPlan] = {}
+    voices: dict[str, dict[str, Voice]] = {}
+    for ci, conv in enumerate(corpus.conversations):
+        one = _ConvBuild(build, ci, conv)
+        plans[conv.id], voices[conv.id] = one.plan, one.vo
+        one.greetings()
+        topics = one.track_a()
+        chain_info = one.track_c(topics)
+        one.track_b(chain_info)
+        one.track_d()
     if include_crisis:
-        for ci, conv in enumerate(convs):
-            crng = random.Random(f"{seed}:crisis:{conv.id}")
-            plan = plans[conv.id]
-            plan.rng = crng
-            picked = crng.sample(T_CRISIS.CRISIS_TURNS, n_crisis[ci])
-            for k, (turn_text, phrases) in enumerate(picked):
-                spk = conv.speakers[k % 2]
-                t = plan.add(plan.any_session(0.0), spk, turn_text, crisis=True)
-                xid = f"{conv.id}:X{k + 1}"
-                probes = [{"id": f"{xid}:probe{j + 1}", "kind": "indirect",
-                           "text": uniq.pick([p.format(S=spk)], f"{spk}, {xid}")}
-                          for j, p in enumerate(T_CRISIS.CRISIS_PROBES[:1])]
-                out["crisis_plants"].append((CrisisPlant, dict(
-                    id=xid, conversation=conv.id, speaker=spk, turn=t, probes=probes,
-                    key_phrases=list(phrases))))
+        _crisis_plants(build, plans)
 
     # Final ids, then resolve every temporary key in the gold.
     mapping: dict[str, str] = {}
     turns_out: list[dict[str, Any]] = []
-    for conv in convs:
+    for conv in corpus.conversations:
         plan = plans[conv.id]
         mapping.update(plan.finalize())
         for t in plan.ordered_turns():
@@ -795,7 +857,8 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                               "session": t.session,
                               "after": t.after, "speaker": t.speaker, "text": t.text,
                               "timestamp": t.timestamp, "channel": "chat"})
-    for ds in pending_drafts.values():
+    out = build.out
+    for ds in build.pending_drafts.values():
         for cls, d, ev in ds:
             out["drafts"].append((cls, dict(d, evidence=ev)))
 
@@ -812,7 +875,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
     gold: dict[str, list[dict[str, Any]]] = {}
     for fld, items in out.items():
         gold[fld] = [cls.model_validate(resolve(d)).model_dump(mode="json") for cls, d in items]
-    kw_final = {mapping[tmp]: kws for tmp, kws in keywords.items()}
+    kw_final = {mapping[tmp]: kws for tmp, kws in build.keywords.items()}
     injected = [dict(t, keywords=sorted(set(kw_final.get(t["id"], [])))) for t in turns_out]
     excluded = revalidate(corpus, injected)
     payload = {
@@ -820,7 +883,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
         "seed": seed,
         "sizes": SIZES,
         "turns": turns_out,
-        "appended_sessions": appended_meta,
+        "appended_sessions": build.appended_meta,
         "voices": {cid: {s: v.as_dict() for s, v in vv.items()} for cid, vv in voices.items()},
         "keywords": {t["id"]: t["keywords"] for t in injected if t["keywords"]},
         "gold": gold,
@@ -828,7 +891,7 @@ def build_locomo_payload(corpus: LocomoCorpus, seed: int = DEFAULT_SEED,
                                  "between two evidence turns of the question",
                          "excluded": [{"qa": q, "reason": r} for q, r in excluded]},
     }
-    return payload, {"variety_rows": variety_rows, "voices": voices}
+    return payload, {"variety_rows": build.variety_rows, "voices": voices}
 
 
 _GREETINGS = [
