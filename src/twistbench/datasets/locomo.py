@@ -145,7 +145,7 @@ def turn_timestamp(session_date: datetime, turn_index: int) -> datetime:
     return session_date + timedelta(minutes=turn_index)
 
 
-def turn_text(turn: dict[str, Any]) -> str:
+def ingested_text(turn: dict[str, Any]) -> str:
     """The text a memory system ingests for one LoCoMo turn (caption appended for image turns)."""
     text = str(turn.get("text", ""))
     caption = turn.get("blip_caption")
@@ -285,7 +285,7 @@ def _conversation(path: Path, cid: str, ci: int, raw: Any, report: LocomoReport
                     meta[k] = turn[k]
             events.append(Event(id=tid, conversation=cid, session=n,
                                 timestamp=turn_timestamp(base, ti), speaker=speaker, channel="chat",
-                                text=turn_text(turn), meta=meta))
+                                text=ingested_text(turn), meta=meta))
     conv = Conversation(id=cid, speakers=speakers, events=events,
                         meta={"source": "locomo10",
                               "session_dates": {str(k): v for k, v in dates.items()}})
