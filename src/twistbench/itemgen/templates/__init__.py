@@ -1,4 +1,4 @@
-"""Template data for the TWIST-CS generator (build/cs_workspace.py).
+"""Template data for the TWIST-CS generator (itemgen/cs_workspace.py).
 
 Plain data modules, no logic beyond small helpers:
 - cs_pools: names, companies, products, slot value pools;

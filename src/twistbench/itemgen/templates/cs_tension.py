@@ -11,7 +11,7 @@ A topic holds clauses (lower-case start, no final punctuation) for one stance:
 Frames wrap a clause into a turn; the frame id plus the clause index is the template id.
 Reversals and their hard negatives share the topic vocabulary and slot values, and the frames of
 each side reuse the other side's function words ("if", "still", "said", "update", "now"), so
-that wording alone does not give the label away (build/variety.py measures it).
+that wording alone does not give the label away (itemgen/variety.py measures it).
 
 Slots: competitor price feature integration quarter team region legacy pct colleague sso
 product vendor anchor_month.

@@ -12,7 +12,7 @@ true). Clause kinds (lower-case start unless "I", no final punctuation):
 Frames wrap clauses into turns. Reversals and their hard negatives share the topic vocabulary
 and slot values (acknowledged changes reuse the very `neg` clauses), and each side's frames
 borrow the other side's function words, so that wording alone does not give the label away
-(build/variety.py measures it). `keywords`: subject words for re-validation (the slot value is
+(itemgen/variety.py measures it). `keywords`: subject words for re-validation (the slot value is
 added per item). The template id is topic/kind<i>/<frame id>.
 """
 
