@@ -7,8 +7,12 @@ duplicates dropped) and the conflicts as returned.
 Scoring (same definitions as the public TWIST-v1.0 scorer):
 - contradiction recall (CR): contradicting drafts flagged (aligned = false);
 - aligned specificity (AS): aligned drafts passed; hard-negative specificity (HNS): hard-negative
-  drafts passed — the paired partner of CR;
-- balanced accuracy: (CR + specificity over all non-contradicting drafts) / 2;
+  drafts passed — the paired partner of balanced accuracy;
+- balanced accuracy: (CR + AS) / 2, hard negatives excluded. This is the public TWIST-v1.0
+  definition (`balanced_acc` in the TWIST results files): HNS is reported beside it as its partner
+  and must not also sit inside it. (Releases up to 0.1.0 averaged CR with the specificity over
+  aligned and hard-negative drafts together, which disagreed with 12 of the 13 published
+  systems.) `specificity` over both non-contradicting labels is still reported on its own;
 - attribution (conditional): of the correctly flagged contradicting drafts, those whose first
   three cited ids include a gold evidence id; grounded contradiction recall: the same count over
   all contradicting drafts.
@@ -118,7 +122,7 @@ def score_verdicts(verdicts: Iterable[tuple[Draft, bool, list[str]]]) -> dict[st
         if d.label == "contradicting":
             pc[0] += s["verdict_correct"]
             pc[1] += 1
-        else:
+        elif d.label == "aligned":  # hard negatives are HNS, the partner, never inside balanced
             pc[2] += s["verdict_correct"]
             pc[3] += 1
 
@@ -139,7 +143,8 @@ def score_verdicts(verdicts: Iterable[tuple[Draft, bool, list[str]]]) -> dict[st
                                   note="aligned and hard-negative drafts together"),
         "balanced_accuracy": balanced_accuracy(
             "balanced_accuracy", {c: tuple(v) for c, v in per_conv.items()},
-            note="(contradiction recall + specificity over all non-contradicting) / 2"),
+            note="(contradiction recall + aligned specificity) / 2, hard negatives excluded "
+                 "(public TWIST-v1.0 definition)"),
         "attribution": proportion("attribution", attr_k, len(flagged),
                                   note="first 3 cited ids, over correctly flagged contradictions"),
         "grounded_contradiction_recall": proportion(
