@@ -122,5 +122,24 @@ def find_run_folders(paths: Iterable[str | Path]) -> list[Path]:
 
 
 def read_records(run_dir: str | Path) -> list[ItemRecord]:
-    """Every record of a run folder's items.jsonl (a torn final line is left out)."""
-    return list(iter_records(Path(run_dir) / ITEMS))
+    """Every record of a run folder's items.jsonl (a torn final line is left out).
+
+    Raises InputError when an item id appears twice (two runs wrote the folder at once, or
+    files were concatenated): which of the two lines counts would be a guess."""
+    path = Path(run_dir) / ITEMS
+    records = list(iter_records(path))
+    seen: dict[str, int] = {}
+    dupes: dict[str, list[int]] = {}
+    for no, r in enumerate(records, start=1):
+        if r.item_id in seen:
+            dupes.setdefault(r.item_id, [seen[r.item_id]]).append(no)
+        else:
+            seen[r.item_id] = no
+    if dupes:
+        shown = "; ".join(f"{i} (records {', '.join(map(str, n))})"
+                          for i, n in list(dupes.items())[:5])
+        more = f" and {len(dupes) - 5} more" if len(dupes) > 5 else ""
+        raise InputError(str(path), f"{len(dupes)} item ids appear more than once: {shown}{more}",
+                         field="item_id", expected="one record per item (a folder written by "
+                         "one run at a time; rerun with --force-new)")
+    return records

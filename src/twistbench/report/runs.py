@@ -23,6 +23,7 @@ from twistbench.model import Dataset
 from twistbench.records import ItemRecord, read_manifest, read_records
 from twistbench.report.profile import Profile, ProfileEntry, group_by_key
 from twistbench.report.render import console_table, profile_json, render_profile_markdown
+from twistbench.sanitize import plain
 from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
 from twistbench.tracks.b_alignment import score_predictions, write_predictions
 from twistbench.tracks.base import TrackResult
@@ -115,8 +116,8 @@ class RunsReport:
             for row in profile.rows:
                 for col, cell in row.cells.items():
                     if cell.status == "n/a" and cell.reason:
-                        console.print(f"  [dim]{row.system} · {col}: N/A — {cell.reason}[/]",
-                                      highlight=False)
+                        console.print(f"  [dim]{plain(row.system)} · {col}: N/A — "
+                                      f"{plain(cell.reason)}[/]", highlight=False)
 
 
 def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:
