@@ -24,7 +24,8 @@ ITEMS = "items.jsonl"
 class ItemError(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: str = Field(description="exception | timeout | invalid_output | declined")
+    kind: str = Field(description="exception | timeout | invalid_output | declined | stopped "
+                      "(conversation stopped after repeated timeouts)")
     call: str = Field(description="the system call that failed, e.g. check_alignment")
     message: str
 
