@@ -25,7 +25,8 @@ class ItemError(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: str = Field(description="exception | timeout | invalid_output | declined | stopped "
-                      "(conversation stopped after repeated timeouts)")
+                      "(conversation stopped after repeated timeouts) | ingest_failed (scoring: "
+                      "the conversation's ingest failed)")
     call: str = Field(description="the system call that failed, e.g. check_alignment")
     message: str
 
@@ -48,6 +49,32 @@ class ItemRecord(BaseModel):
     @property
     def ok(self) -> bool:
         return self.error is None
+
+
+def charge_ingest_failures(records: Iterable[ItemRecord]) -> list[ItemRecord]:
+    """The records as scoring must see them: every item of a conversation with a failed ingest
+    is an error (kind "ingest_failed"), because the system never held the whole conversation.
+    A score on such an item would measure the harness's failure to deliver the record, not the
+    system. Ingest records themselves, and items that already failed, are left as they are."""
+    records = list(records)
+    failed: dict[str, ItemRecord] = {}
+    for r in records:
+        if r.track == "ingest" and not r.ok:
+            failed.setdefault(r.conversation, r)
+    if not failed:
+        return records
+    out = []
+    for r in records:
+        first = failed.get(r.conversation)
+        if first is None or r.track == "ingest" or not r.ok:
+            out.append(r)
+            continue
+        why = first.error.kind if first.error else "error"
+        out.append(r.model_copy(update={"output": None, "scores": {}, "error": ItemError(
+            kind="ingest_failed", call="ingest",
+            message=f"{first.item_id} failed ({why}): the system never held the whole "
+                    "conversation, so no item of it is scored")}))
+    return out
 
 
 def stable_hash(obj: Any) -> str:

@@ -17,6 +17,7 @@ from twistbench.errors import InputError
 from twistbench.records import read_records
 from twistbench.runs.lock import LOCK_NAME, RunLock
 from twistbench.runs.runner import RunSettings, run_system
+from twistbench.tracks import score_run
 
 QUIET = RunSettings(progress=False)
 TESTS = Path(__file__).resolve().parents[1]
@@ -126,6 +127,45 @@ def test_a_mutating_system_does_not_change_what_the_next_system_sees(tmp_path):
     after_mutator = run_system(ds, KeywordToy(), tmp_path / "k", settings=QUIET)
     clean = run_system(demo_dataset(), KeywordToy(), tmp_path / "c", settings=QUIET)
     assert strip(read_records(after_mutator.folder)) == strip(read_records(clean.folder))
+
+
+# -- ingest failures count against their conversation -----------------------------------------
+
+
+class IngestFails(KeywordToy):
+    name = "ingest-fails"
+
+    def __init__(self, fail_in: str = ""):
+        super().__init__()
+        self.fail_in = fail_in
+        self.conv = ""
+
+    def reset(self, conversation_id):
+        self.conv = conversation_id
+        super().reset(conversation_id)
+
+    def ingest(self, events):
+        if not self.fail_in or self.conv == self.fail_in:
+            raise OSError("store unreachable")
+        return super().ingest(events)
+
+
+@pytest.mark.parametrize("fail_in", ["", "demo-acme"])
+def test_items_of_a_conversation_whose_ingest_failed_are_errors_in_the_cell(tmp_path, fail_in):
+    ds = demo_dataset()
+    out = run_system(ds, IngestFails(fail_in), tmp_path / "r", settings=QUIET)
+    recs = read_records(out.folder)
+    scores = score_run(ds, recs, IngestFails.capabilities)
+    b = scores.tracks["B"]
+    failed = {c.id for c in ds.conversations if not fail_in or c.id == fail_in}
+    b_failed = sum(1 for d in ds.drafts if d.conversation in failed)
+    assert sum(b.errors.values()) == b_failed > 0
+    if not fail_in:  # nothing left to score: no value, and the cell says why
+        assert b.metrics["balanced_accuracy"].value is None
+    n_scored = b.metrics["contradiction_recall"].n + b.metrics["aligned_specificity"].n + \
+        b.metrics["hard_negative_specificity"].n
+    assert n_scored == len(ds.drafts) - b_failed
+    assert scores.ingest_errors == sum(1 for r in recs if r.track == "ingest" and r.error)
 
 
 def test_peak_memory_is_in_the_manifest(tmp_path):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from twistbench.contract import Capabilities
 from twistbench.judges.base import Judge
 from twistbench.model import Dataset
-from twistbench.records import ItemRecord
+from twistbench.records import ItemRecord, charge_ingest_failures
 from twistbench.tracks import a_tension, b_alignment, c_supersession, d_safety, locomo_qa
 from twistbench.tracks.base import HeadlinePair, ItemOutcome, Task, Track, TrackResult
 
@@ -88,7 +88,9 @@ def score_run(dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
     and its reason; it is never scored as zero. A track not selected for the run (keys) is
     reported as n/a "not run". `judge` judges free-text answers in every track that has them
     (None: the default judge; an LLM judge caches its responses so re-scoring stays
-    deterministic)."""
+    deterministic). Items of a conversation whose ingest failed count as errors
+    (records.charge_ingest_failures)."""
+    records = charge_ingest_failures(records)
     scores = RunScores(dataset=dataset.name, dataset_version=dataset.version,
                        key_sha256=dataset.key_sha256, capabilities=caps.as_dict(),
                        records=len(records),
@@ -106,6 +108,7 @@ def score_run(dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
 def item_outcomes(dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
                   judge: Judge | None = None) -> list[ItemOutcome]:
     """Per-item outcomes of every track, for paired comparison of two runs (report/compare)."""
+    records = charge_ingest_failures(records)
     out: list[ItemOutcome] = []
     for key in TRACK_ORDER:
         out.extend(TRACKS[key].outcomes(dataset, records, caps, judge=judge))
