@@ -16,7 +16,6 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Annotated
 
-import click
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -128,10 +127,12 @@ def run_cli(argv: list[str] | None = None) -> int:
     except InputError as exc:
         _error_line(str(exc))
         return 2
-    except click.exceptions.ClickException as exc:  # a usage error: unknown option, bad value
-        _error_line(exc.format_message())
-        return exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except typer.TyperException as exc:  # typer's (vendored) click: unknown option, bad value
+        message = getattr(exc, "format_message", None)
+        _error_line(message() if callable(message) else str(exc))
+        code = getattr(exc, "exit_code", 2)
+        return code if isinstance(code, int) else 2
+    except (typer.Abort, KeyboardInterrupt):
         _error_line("interrupted")
         return 130
     except Exception as exc:  # noqa: BLE001 - the last guard: a line, not a traceback
@@ -657,6 +658,8 @@ def audit_traces(
         _at_least(seed, 0, "--seed")
         if k is not None:
             _at_least(k, 1, "-k")
+        if out is not None:
+            _output_dir(out, "--out")
     except InputError as exc:
         _fail_input(exc)
     groups = {}
@@ -696,6 +699,7 @@ def audit_native(
         _at_least(k, 1, "-k")
         for m in max_facts or ():
             _at_least(m, 1, "--max-facts")
+        out = _output_dir(out, "--out")
         res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
                             max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,
                             seed=seed, conversations=conversation)
@@ -714,6 +718,8 @@ def audit_labels(
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
     try:
+        if out is not None:
+            _output_file(out, "--out")
         res = semantic_audit_files(cases, labels, out)
     except InputError as exc:
         _fail_input(exc)

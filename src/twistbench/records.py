@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from twistbench.errors import InputError, pydantic_to_input_error
+from twistbench.errors import InputError, load_json, pydantic_to_input_error, read_bytes
 
 MANIFEST = "manifest.json"
 ITEMS = "items.jsonl"
@@ -106,30 +106,78 @@ def iter_records(path: str | Path, *, tolerate_torn_tail: bool = True) -> Iterat
             continue
         torn = no - 1 == last  # no newline after it
         try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            obj = load_json(raw, str(path), where=f"line {no}",
+                            expected="one JSON object per line")
+        except InputError:
             if torn and tolerate_torn_tail:
                 return
-            raise InputError(str(path), f"not valid JSON: {exc}", where=f"line {no}",
-                             expected="one JSON object per line") from exc
+            raise
         try:
             yield ItemRecord.model_validate(obj)
         except ValidationError as exc:
             raise pydantic_to_input_error(str(path), f"line {no}", exc) from exc
 
 
+class _Lenient(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Source(_Lenient):
+    name: str | None = None
+    locomo: str | None = None
+    errata: str | None = None
+    include_crisis: bool = False
+
+
+class _ManifestDataset(_Lenient):
+    name: str | None = None
+    version: str | None = None
+    sha256: str | None = None
+    source: _Source | None = None
+
+
+class _ManifestSystem(_Lenient):
+    name: str | None = None
+    capabilities: dict[str, bool] | None = None
+
+
+class _ManifestConfig(_Lenient):
+    conversations: list[str] | None = None
+
+
+class _ManifestJudge(_Lenient):
+    name: str | None = None
+
+
+class ManifestShape(_Lenient):
+    """The fields of manifest.json that readers use, with their types: a manifest edited into
+    another shape is an InputError naming the field, not a crash deep in the report."""
+
+    schema_version: str
+    fingerprint: str | None
+    dataset: _ManifestDataset
+    system: _ManifestSystem
+    config: _ManifestConfig | None = None
+    judge: _ManifestJudge | None = None
+    tracks: dict[str, str] | None = None
+
+
 def read_manifest(run_dir: str | Path) -> dict[str, Any]:
     path = Path(run_dir) / MANIFEST
-    if not path.exists():
+    if not path.is_file():
         raise InputError(str(path), "no manifest: not a twistbench run folder",
                          expected="a folder written by `twist run`")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(str(path), f"not valid JSON: {exc}") from exc
+    doc = load_json(read_bytes(path, "manifest"), str(path), expected="a run manifest (JSON)")
+    if not isinstance(doc, dict):
+        raise InputError(str(path), f"top level is a {type(doc).__name__}",
+                         expected="a JSON object (a run manifest)")
     for fld in ("schema_version", "dataset", "system", "fingerprint"):
         if fld not in doc:
             raise InputError(str(path), "missing", field=fld, expected="a run manifest field")
+    try:
+        ManifestShape.model_validate(doc)
+    except ValidationError as exc:
+        raise pydantic_to_input_error(str(path), "manifest", exc) from None
     return doc
 
 

@@ -23,12 +23,11 @@ Mapping:
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.errors import InputError
+from twistbench.errors import InputError, load_json, read_bytes
 from twistbench.model import AuditCorpus, Conversation, Event, GoldQuery
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
@@ -55,13 +54,8 @@ def load_longmemeval(path: str | Path, granularity: str = "turn",
     if granularity not in GRANULARITIES:
         raise InputError(str(path), f"granularity {granularity!r}", field="granularity",
                          expected=" | ".join(GRANULARITIES))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"invalid JSON: {exc.msg}", where=f"line {exc.lineno}",
-                         expected="the LongMemEval JSON list") from exc
+    data = load_json(read_bytes(path, "LongMemEval file"), str(path),
+                     expected="the LongMemEval JSON list")
     if not isinstance(data, list):
         raise InputError(str(path), "top level is not a list", expected="a list of instances")
     convs: list[Conversation] = []

@@ -84,7 +84,8 @@ def score_folder(folder: str | Path, dataset: Dataset | None = None,
     plan: dict[str, str] = manifest.get("tracks") or {}
     ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
     judge = make_judge((manifest.get("judge") or {}).get("name") or DEFAULT_JUDGE)
-    scores = score_run(dataset, records, caps, keys=ran, judge=judge)
+    scores = score_run(dataset, records, caps, keys=ran, judge=judge,
+                       source=str(folder / "items.jsonl"))
     for k in TRACK_ORDER:
         if k not in ran:
             reason = plan.get(k, "not run")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from twistbench.errors import InputError
 from twistbench.model import Conversation
 from twistbench.records import ItemError, ItemRecord, SystemCallError, stable_hash
 from twistbench.runs.guard import GuardedSystem
@@ -165,6 +166,11 @@ def _pass(conv: Conversation, tasks: list[Task], guarded: GuardedSystem,
                     if exc.kind == "timeout":
                         timed_out(exc)
                     counts.replay_failures += 1
+                except Exception as exc:  # noqa: BLE001 - the saved output, not the system
+                    raise InputError("items.jsonl", "cannot restore the state this finished "
+                                     f"item changed ({type(exc).__name__}: {exc})",
+                                     where=f"item {task.item_id}", field="output",
+                                     expected="the output `twist run` wrote for it") from None
             handled(task.item_id)
             continue
         rec = run_task(task, guarded, state)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.errors import InputError
+from twistbench.errors import InputError, decode_utf8, load_json, read_bytes
 from twistbench.judges.base import Judge
 from twistbench.model import Dataset, Draft
 from twistbench.records import ItemRecord, stable_hash
@@ -102,13 +102,30 @@ def _verdicts(dataset: Dataset, records: list[ItemRecord]
         if not r.ok or r.output is None:
             errors[d.label] += 1
             continue
-        got[did] = (d, bool(r.output["aligned"]), list(r.output.get("evidence") or []))
+        got[did] = (d, *_verdict_of(r))
     missing: dict[str, int] = defaultdict(int)
     err_ids = {draft_id_of(r.item_id) for r in records if r.track == KEY and not r.ok}
     for d in dataset.drafts:
         if d.id not in got and d.id not in err_ids:
             missing[d.label] += 1
     return got, dict(errors), dict(missing)
+
+
+def _verdict_of(r: ItemRecord) -> tuple[bool, list[str]]:
+    """(aligned, cited ids) of a saved Track B record; InputError for an output of another
+    shape (a hand-edited or foreign items.jsonl), which would otherwise be scored as a guess."""
+    out = r.output or {}
+    aligned = out.get("aligned")
+    evidence = out.get("evidence")
+    if evidence is None:
+        evidence = []
+    if not isinstance(aligned, bool):
+        raise InputError("items.jsonl", f"aligned is {aligned!r}", where=f"item {r.item_id}",
+                         field="output.aligned", expected="true or false")
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        raise InputError("items.jsonl", "not a list of turn ids", where=f"item {r.item_id}",
+                         field="output.evidence", expected='a list like ["D19:1"]')
+    return aligned, list(evidence)
 
 
 def score_verdicts(verdicts: Iterable[tuple[Draft, bool, list[str]]]) -> dict[str, Any]:
@@ -229,10 +246,9 @@ def write_predictions(records: Iterable[ItemRecord]) -> list[str]:
     for r in records:
         if r.track != KEY or not r.ok or r.output is None:
             continue
-        lines.append(json.dumps({"item_id": draft_id_of(r.item_id),
-                                 "aligned": bool(r.output["aligned"]),
-                                 "evidence": list(r.output.get("evidence") or [])},
-                                ensure_ascii=False))
+        aligned, evidence = _verdict_of(r)
+        lines.append(json.dumps({"item_id": draft_id_of(r.item_id), "aligned": aligned,
+                                 "evidence": evidence}, ensure_ascii=False))
     return lines
 
 
@@ -246,20 +262,13 @@ def read_predictions(path: str | Path) -> dict[str, tuple[bool, list[str]]]:
     that is not an object, a missing or non-string item_id, aligned that is not a boolean,
     evidence that is not a list of strings, and a duplicate item_id."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read predictions: {exc}") from exc
+    text = decode_utf8(read_bytes(path, "predictions file"), str(path))
     out: dict[str, tuple[bool, list[str]]] = {}
     for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"line {no}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), f"not valid JSON ({exc.msg})", where=where,
-                             expected=_LINE_SHAPE) from None
+        obj = load_json(line, str(path), where, expected=_LINE_SHAPE)
         if not isinstance(obj, dict):
             raise InputError(str(path), "not a JSON object", where=where, expected=_LINE_SHAPE)
         iid = obj.get("item_id")
