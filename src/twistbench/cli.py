@@ -544,8 +544,17 @@ def build_locomo(
         if seed is not None:
             _at_least(seed, 0, "--seed")
         out = _output_file(out, "--out")
-        digest, rep = write_locomo_key(out, locomo, seed=DEFAULT_SEED if seed is None else seed,
-                                       include_crisis=include_crisis)
+        try:
+            digest, rep = write_locomo_key(out, locomo,
+                                           seed=DEFAULT_SEED if seed is None else seed,
+                                           include_crisis=include_crisis)
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the generator cannot fit items into this file
+            raise InputError(str(locomo), "cannot build the key from this file: "
+                             f"{type(exc).__name__}: {exc}",
+                             field="locomo", expected="the LoCoMo release file "
+                             "(snap-research/locomo data/locomo10.json)") from None
     except InputError as exc:
         _fail_input(exc)
     console.print(rep.render(), markup=False, highlight=False)
@@ -617,7 +626,7 @@ def trace(
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
         sys_obj, _ = make_system(system, per[system])
         out = _output_dir(out, "--out")
-        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout)
+        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout, redactor=_redactor)
     except InputError as exc:
         _fail_input(exc)
     console.print(f"{rep.traced}/{rep.queries} queries traced ({rep.skipped} skipped, "

@@ -113,6 +113,16 @@ class Redactor:
                 values.add(text)
             values |= _userinfo_secrets(text)
         values |= {v for k, v in env.items() if is_secret_name(k) and len(v) >= _MIN_ENV_SECRET}
+        self._set(values)
+
+    def extended(self, options: Mapping[str, Any]) -> Redactor:
+        """A redactor for these secrets and those of `options` (e.g. a system's config)."""
+        more = Redactor(options, environ={})
+        out = Redactor({}, environ={})
+        out._set(set(self.secrets) | set(more.secrets))
+        return out
+
+    def _set(self, values: set[str]) -> None:
         self.secrets = sorted(values, key=len, reverse=True)
         forms: set[str] = set()
         for s in self.secrets:

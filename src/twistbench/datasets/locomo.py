@@ -196,6 +196,8 @@ def load_locomo(path: str | Path) -> LocomoCorpus:
     samples = load_json(data, str(path), expected="locomo10.json")
     if not isinstance(samples, list):
         raise InputError(str(path), "top level is not a list", expected="a JSON list of samples")
+    if not samples:
+        raise InputError(str(path), "no samples", expected="a JSON list of LoCoMo samples")
     report = LocomoReport(sha256=digest, matches_release=digest == LOCOMO_RELEASE_SHA256)
     convs: list[Conversation] = []
     qa: list[QAItem] = []
@@ -306,6 +308,10 @@ def _conversation(path: Path, cid: str, ci: int, raw: Any, report: LocomoReport
                                     channel="chat", text=ingested_text(turn), meta=meta))
             except ValidationError as exc:
                 raise pydantic_to_input_error(str(path), where, exc) from None
+    if not events:
+        raise InputError(str(path), "no session with turns", where=f"sample [{ci}] ({cid})",
+                         field="conversation", expected="session_<n> lists of turns, each with "
+                         "a session_<n>_date_time")
     try:
         conv = Conversation(id=cid, speakers=speakers, events=events,
                             meta={"source": "locomo10",
