@@ -12,15 +12,6 @@ from twistbench.runs.guard import GuardedSystem
 from twistbench.sanitize import Redactor
 
 
-@pytest.fixture
-def hangs(monkeypatch):
-    toy_systems.HANGING.clear()
-    toy_systems.RELEASE.clear()
-    monkeypatch.setattr("twistbench.runs.isolation.wait_for", toy_systems.hang_aware_wait)
-    yield
-    toy_systems.RELEASE.set()
-
-
 class Sys(BaseSystem):
     capabilities = Capabilities(recall=True, batch_tensions=True)
 

@@ -193,3 +193,50 @@ def test_a_hostile_name_is_printed_as_text(tmp_path, capsys):
     assert code == 0, captured.err
     assert "\x1b" not in captured.out + captured.err and "\x07" not in captured.out
     assert "\\x1b[2J" in captured.out  # shown, not executed
+
+
+class RetrieveFails(BaseSystem):
+    name = "retrieve-fails"
+    capabilities = Capabilities(retrieve=True, lineage=True)
+
+    def retrieve(self, query, k):
+        raise ConnectionError("index offline")
+
+    def lineage(self):
+        return []
+
+
+def test_twist_trace_exits_1_when_every_query_failed(tmp_path, capsys):
+    from twistbench import cli
+
+    code = cli.run_cli(["trace", "-s", f"{__file__}:RetrieveFails", "-d", "demo", "-o",
+                        str(tmp_path / "t")])
+    err = capsys.readouterr().err
+    assert code == 1 and "every one of the" in err and "exception" in err
+    ok = cli.run_cli(["trace", "-s", "flat-rag", "-d", "demo", "-o", str(tmp_path / "ok")])
+    assert ok == 0
+
+
+def test_twist_report_refuses_a_folder_with_duplicate_item_ids(tmp_path, capsys):
+    from twistbench import cli
+
+    out = run_system(demo_dataset(), KeywordToy(), tmp_path / "r", settings=QUIET,
+                     dataset_source={"name": "demo"})
+    items = out.folder / "items.jsonl"
+    first = items.read_text().splitlines()[5]
+    items.write_text(items.read_text() + first + "\n")  # a second writer's copy
+    code = cli.run_cli(["report", str(out.folder)])
+    errors = [x for x in capsys.readouterr().err.splitlines() if x.startswith("error:")]
+    assert code == 2 and len(errors) == 1
+    assert json.loads(first)["item_id"] in errors[0] and "records 6, " in errors[0]
+
+
+def test_isolate_process_from_the_command_line(tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(TESTS))
+    r = subprocess.run([sys.executable, "-m", "twistbench.cli", "run", "-d", "demo", "-s",
+                        "toy_systems:KeywordToy", "--isolate", "process", "--no-progress", "-o",
+                        str(tmp_path / "o")], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    man = json.loads((tmp_path / "o" / "toy_systems_KeywordToy" / "manifest.json").read_text())
+    assert man["limits"]["isolate"] == "process" and man["counts"]["errors"] == 0

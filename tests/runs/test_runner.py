@@ -4,7 +4,6 @@ tests/tracks)."""
 import json
 
 import pytest
-import toy_systems
 from toy_systems import FaultyToy, KeywordToy
 
 from twistbench.contract import Capabilities
@@ -51,15 +50,6 @@ TRACKS = {"T": RecallTrack()}
 QUIET = RunSettings(progress=False)
 
 
-@pytest.fixture
-def hangs(monkeypatch):
-    """Swap the guard's clock for one driven by the toys' hang signal; release every hung call
-    (so its thread ends) when the test is over."""
-    toy_systems.HANGING.clear()
-    toy_systems.RELEASE.clear()
-    monkeypatch.setattr("twistbench.runs.isolation.wait_for", toy_systems.hang_aware_wait)
-    yield
-    toy_systems.RELEASE.set()
 
 
 def run(tmp_path, system, **kw):

@@ -31,13 +31,6 @@ QUIET = RunSettings(progress=False, tracks=["C"])
 FIRST_QUERY = next(q.text for ch in demo_dataset().update_chains for q in ch.queries)
 
 
-@pytest.fixture
-def hangs(monkeypatch):
-    toy_systems.HANGING.clear()
-    toy_systems.RELEASE.clear()
-    monkeypatch.setattr("twistbench.runs.isolation.wait_for", toy_systems.hang_aware_wait)
-    yield
-    toy_systems.RELEASE.set()
 
 
 class Counted(KeywordToy):
