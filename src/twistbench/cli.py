@@ -666,7 +666,9 @@ def annotate_adjudicate(
     console.print(f"{rel.version} -> {rel.path} (sha256 {rel.sha256}): {len(rep.dropped)} "
                   f"dropped, {len(rep.relabelled)} relabelled, errata folded in: "
                   f"{rel.errata or 'none'}; families below {record['threshold']:g}: "
-                  f"{', '.join(record['failing_families']) or 'none'}", highlight=False)
+                  f"{', '.join(record['failing_families']) or 'none'}"
+                  f"{' (sampled round: not dropped)' if record['sample'] else ''}",
+                  highlight=False)
 
 
 @errata_app.command("add")

@@ -120,7 +120,7 @@ def test_adjudication_writes_the_next_version_with_exactly_the_expected_changes(
                                             f"(packet {m['packet']}): the draft names the "
                                             "change"}]
     record = meta["annotation"]["twist-cs-1.1"]
-    assert record["failing_families"] == ["A/nostalgia"]
+    assert record["failing_families"] == record["dropped_families"] == ["A/nostalgia"]
     assert record["decisions"] == {"drop": 1, "keep": 1, "relabel": 1}
     assert record["families"]["A/nostalgia"]["kappa_track"] < 0
     assert record["annotated"] == len(m["items"])
@@ -172,3 +172,39 @@ def test_bad_decisions_and_inputs_exit_2_with_one_line(round_):
               str(tmp / "answers-r2.csv"), "-o", str(tmp / "adj2"))
     assert r.returncode == 2 and "another annotator's shuffle" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and not (tmp / "adj2").exists()
+
+
+def test_a_twist_locomo_key_goes_through_the_same_round(locomo_path, tmp_path):
+    """The TWIST-LoCoMo key keeps its gold under payload.gold and its text in the user's LoCoMo
+    file: a pilot round of three annotators still ends in a loadable next version."""
+    from twistbench.annotate.adjudicate import adjudicate
+    from twistbench.annotate.agreement import compute_agreement, write_agreement
+    from twistbench.annotate.answers import read_answers
+    from twistbench.annotate.packet import export_packets
+    from twistbench.datasets.paths import locomo_key_path
+    from twistbench.datasets.registry import DatasetOptions
+
+    opts = DatasetOptions(locomo=locomo_path)
+    ds = load_dataset("twist-locomo-1.0", opts)
+    export_packets(ds, tmp_path / "p", annotators=3, seed=9, sample=24, examples=0)
+    m = manifest_of(tmp_path / "p")
+    draft = next(i for i in m["items"] if m["items"][i]["track"] == "B")
+    raters = [read_answers(write_answers(tmp_path, m, a, choose), m) for a, choose in
+              (("r1", {}), ("r2", {draft: other_choice(m, draft)}), ("r3", {}))]
+    res = compute_agreement(m, raters)
+    assert res.method == "fleiss" and [q["item"] for q in res.queue] == [draft]
+    write_agreement(res, m, tmp_path / "adj")
+    decisions = tmp_path / "decisions.jsonl"
+    decisions.write_text(json.dumps({"queue_id": res.queue[0]["queue_id"], "decision": "drop",
+                                     "decision_reason": "two readings"}) + "\n")
+    rel, record = adjudicate(locomo_key_path(), tmp_path / "adj" / "queue.jsonl", decisions,
+                             out=tmp_path / "twist-locomo-1.1.json")
+    new = load_dataset(str(rel.path), opts)
+    assert new.version == "twist-locomo-1.1" and record["decisions"] == {"drop": 1}
+    assert draft not in {d.id for d in new.drafts} and len(new.drafts) == len(ds.drafts) - 1
+    assert len(new.qa) == len(ds.qa)
+    # a pilot: the draft's family fell below the threshold on its few sampled items, and is
+    # reported, not dropped
+    fam = m["items"][draft]["family"]
+    assert fam in record["failing_families"] and record["dropped_families"] == []
+    assert record["sample"] == 24

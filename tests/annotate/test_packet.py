@@ -16,6 +16,8 @@ from annotate_helpers import manifest_of
 from twistbench.annotate.excerpts import MARK_FOCUS, Settings
 from twistbench.annotate.labels import C_TAIL, CHOICES, TRACK_FIELDS, family_of
 from twistbench.annotate.packet import annotation_units, export_packets
+from twistbench.datasets.paths import data_dir
+from twistbench.datasets.registry import load_dataset
 from twistbench.errors import InputError
 from twistbench.model import Dataset
 
@@ -137,6 +139,15 @@ def test_packet_is_blind(cs, packet):
             fixed = [c for c in item["choices"] if not re.fullmatch(r"v\d+", c["code"])]
             choices.setdefault(item["track"], set()).add(json.dumps(fixed))
         assert all(len(v) == 1 for v in choices.values()), "choices differ within a track"
+
+
+@pytest.mark.parametrize("key_file", sorted(p.name for p in data_dir().glob("twist-cs-*.json")))
+def test_every_committed_cs_key_exports_blind(key_file, tmp_path):
+    """The same scan on every committed TWIST-CS key (2.0 and the crisis variants included as
+    they land): one annotator's folder is enough, the others differ only in order and codes."""
+    ds = load_dataset(str(data_dir() / key_file))
+    export_packets(ds, tmp_path / "p", annotators=2, seed=5)
+    assert scan("\n".join(_files(tmp_path / "p" / "r1").values()), gold_strings(ds)) == {}
 
 
 def test_choice_codes_are_no_family_name(cs):

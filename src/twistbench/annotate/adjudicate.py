@@ -9,10 +9,10 @@ contradicts, as ids or as #positions from the item text), and `decision_reason` 
 other wrong label is a `drop`: moving an arc between reversal and hard negative, or changing
 which value of a chain is current, means re-authoring the item, not editing a field.
 
-Then every item of a family below the threshold is dropped (whatever was decided for it), the
-decisions are applied, and datasets/versions.py writes version X.(Y+1) with the pending errata
-of the key folded in, a changelog entry and the round's agreement figures in the key's
-metadata (`meta.annotation[<new version>]`).
+Then every item of a family below the threshold is dropped (whatever was decided for it; not
+after a sampled pilot round), the decisions are applied, and datasets/versions.py writes
+version X.(Y+1) with the pending errata of the key folded in, a changelog entry and the round's
+agreement figures in the key's metadata (`meta.annotation[<new version>]`).
 """
 
 from __future__ import annotations
@@ -119,9 +119,10 @@ def adjudicate(key_path: str | Path, queue_path: str | Path, decisions_path: str
     threshold = head["threshold"] if min_kappa is None else min_kappa
     fams: dict[str, dict[str, Any]] = head["agreement"]["families"]
     failing = sorted(f for f, fig in fams.items() if not passes(_fig(fig), threshold))
+    sampled = head.get("sample") is not None  # a pilot round drops no family (agreement.py)
     changes: list[Change] = []
     dropped: set[str] = set()
-    for fam in failing:
+    for fam in [] if sampled else failing:
         fig = fams[fam]
         for item in head["family_members"].get(fam, []):
             dropped.add(item)
@@ -181,7 +182,8 @@ def adjudicate(key_path: str | Path, queue_path: str | Path, decisions_path: str
     record = {"packet": head["packet"], "annotators": head["annotators"],
               "method": head["method"], "threshold": threshold,
               "tracks": head["agreement"]["tracks"], "families": fams,
-              "failing_families": failing, "queue": len(queue.entries),
+              "failing_families": failing, "dropped_families": [] if sampled else failing,
+              "sample": head.get("sample"), "queue": len(queue.entries),
               "decisions": dict(sorted(counts.items())),
               "annotated": len(annotated),
               "not_annotated": sorted(i for lst in head["family_members"].values() for i in lst

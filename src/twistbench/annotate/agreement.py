@@ -23,6 +23,8 @@ label) has perfect observed agreement, and passes.
 The adjudication queue holds every item where the annotators disagree with each other or with
 the key, with what each answered and noted, the key's answer, and whether its family passed
 (items of a failing family are dropped whatever the adjudicator says, so they need no decision).
+A sampled round (`export --sample`, a pilot) reports the same figures but drops no family: a
+family's agreement on a few of its items is no ground to drop the ones nobody annotated.
 """
 
 from __future__ import annotations
@@ -88,13 +90,14 @@ class AgreementResult:
     families: dict[str, Figures]
     queue: list[dict[str, Any]]
     items: int
+    sampled: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {"packet": self.packet, "key": self.key, "annotators": self.annotators,
                 "method": self.method, "threshold": self.threshold, "items": self.items,
                 "tracks": {k: _jsonable(asdict(v)) for k, v in self.tracks.items()},
                 "families": {k: _jsonable(asdict(v)) for k, v in self.families.items()},
-                "queue": len(self.queue)}
+                "queue": len(self.queue), "sampled": self.sampled}
 
 
 def _jsonable(obj: Any) -> Any:
@@ -239,14 +242,15 @@ def compute_agreement(manifest: dict[str, Any], raters: list[RaterAnswers],
             fig = _figures(fam, frows, ids, cats, track_rows=trows)
             fig.passes = passes(fig, threshold)
             families[fam] = fig
-    queue = _queue(rows, ids, families)
+    queue = _queue(rows, ids, families, sampled=manifest.get("sample") is not None)
     return AgreementResult(packet=manifest["packet"], key=manifest["key"], annotators=ids,
                            method="cohen" if len(ids) == 2 else "fleiss", threshold=threshold,
-                           tracks=tracks, families=families, queue=queue, items=len(rows))
+                           tracks=tracks, families=families, queue=queue, items=len(rows),
+                           sampled=manifest.get("sample") is not None)
 
 
-def _queue(rows: list[dict[str, Any]], raters: list[str], families: dict[str, Figures]
-           ) -> list[dict[str, Any]]:
+def _queue(rows: list[dict[str, Any]], raters: list[str], families: dict[str, Figures],
+           sampled: bool = False) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         labels = [r["labels"][a] for a in raters]
@@ -258,7 +262,8 @@ def _queue(rows: list[dict[str, Any]], raters: list[str], families: dict[str, Fi
         out.append({"queue_id": f"q{len(out) + 1:04d}", "item": r["item"], "track": r["track"],
                     "family": r["family"], "conversation": r["conversation"], "why": why,
                     "key_answer": r["gold"], "answers": r["labels"], "choices": r["choices"],
-                    "notes": r["notes"], "family_passes": fam_ok, "needs_decision": fam_ok,
+                    "notes": r["notes"], "family_passes": fam_ok,
+                    "needs_decision": fam_ok or sampled,
                     "item_text": r["text"]})
     return out
 
@@ -309,6 +314,9 @@ def render_markdown(res: AgreementResult) -> str:
     need = sum(1 for q in res.queue if q["needs_decision"])
     lines += [f"Adjudication queue: {len(res.queue)} items ({need} need a decision; the others "
               "are in a family below the threshold and are dropped)."]
+    if res.sampled:
+        lines += ["", "This was a sampled round: families below the threshold are reported, "
+                  "not dropped (annotate the whole family to decide)."]
     return "\n".join(lines) + "\n"
 
 
@@ -316,7 +324,8 @@ def queue_header(res: AgreementResult, manifest: dict[str, Any]) -> dict[str, An
     return {"format": QUEUE_FORMAT, "packet": res.packet, "key": res.key,
             "annotators": res.annotators, "method": res.method, "threshold": res.threshold,
             "agreement": res.as_dict(), "family_members": manifest.get("family_members", {}),
-            "annotated": sorted(manifest["items"]), "examples": manifest.get("examples", [])}
+            "annotated": sorted(manifest["items"]), "examples": manifest.get("examples", []),
+            "sample": manifest.get("sample")}
 
 
 def queue_csv(queue: list[dict[str, Any]]) -> str:
