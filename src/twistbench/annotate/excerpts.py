@@ -92,35 +92,53 @@ class ItemView:
 
 
 class Record:
-    """A conversation indexed for excerpts: positions, tokens for word overlap."""
+    """A conversation indexed for excerpts: positions, and word sets weighted by how rare each
+    word is in the conversation (so that look-alike turns share its topic words, not "thanks"
+    or a name that is in every other turn)."""
 
     def __init__(self, conversation: Conversation):
         self.conversation = conversation
         self.events: list[Event] = conversation.events
         self.pos = {e.id: i for i, e in enumerate(self.events)}
-        self._tokens: dict[int, frozenset[str]] = {}
+        self._tokens = [tokens(e.text) for e in self.events]
+        df: dict[str, int] = {}
+        for toks in self._tokens:
+            for w in toks:
+                df[w] = df.get(w, 0) + 1
+        n = len(self.events)
+        self._idf = {w: math.log((n + 1) / (c + 0.5)) for w, c in df.items()}
+        # people's and organisations' names say who, not what about: they pick turns that merely
+        # greet the same person ("Thanks to everyone from Fernhill Foods ...")
+        meta = conversation.meta
+        names = [*conversation.speakers, *(str(meta.get(k, "")) for k in
+                                           ("company", "vendor", "product"))]
+        names += [str(v) for v in (meta.get("orgs") or {}).values()]
+        for w in tokens(" ".join(names)):
+            self._idf[w] = 0.0
+        self._norm = [math.sqrt(sum(self._idf[w] ** 2 for w in t)) for t in self._tokens]
 
     def tokens(self, i: int) -> frozenset[str]:
-        if i not in self._tokens:
-            self._tokens[i] = tokens(self.events[i].text)
         return self._tokens[i]
 
     def most_similar(self, text: str, candidates: Iterable[int], k: int,
                      exclude: set[int]) -> list[int]:
-        """Up to k candidate positions sharing most words with `text` (cosine of word sets;
-        ties to the earlier turn); only turns sharing at least one word."""
+        """Up to k candidate positions most like `text`: cosine of idf-weighted word sets, ties
+        to the earlier turn; only turns sharing at least one word."""
         if k <= 0:
             return []
         query = tokens(text)
-        scored = []
+        q_norm = math.sqrt(sum(self._idf.get(w, 0.0) ** 2 for w in query))
+        scored, named = [], []
         for i in candidates:
             if i in exclude:
                 continue
-            t = self.tokens(i)
-            shared = len(query & t)
-            if shared:
-                scored.append((-shared / math.sqrt(len(query) * len(t)), i))
-        return [i for _, i in sorted(scored)[:k]]
+            shared = query & self._tokens[i]
+            dot = sum(self._idf[w] ** 2 for w in shared)
+            if dot > 0 and q_norm and self._norm[i]:
+                scored.append((-dot / (q_norm * self._norm[i]), i))
+            elif shared:  # only names in common: a last resort, so every item shows as many
+                named.append((-len(shared) / math.sqrt(len(query) * len(self._tokens[i])), i))
+        return [i for _, i in (sorted(scored) + sorted(named))[:k]]
 
 
 def tokens(text: str) -> frozenset[str]:
