@@ -84,3 +84,7 @@ def test_error_excerpt_is_short() -> None:
     with pytest.raises(LLMJSONError) as info:
         parse_json_reply("no json here " * 100)
     assert len(str(info.value)) < 200
+
+
+def test_trailing_comma_before_a_deeply_indented_bracket() -> None:
+    assert parse_json_reply('{"a": [1,\n' + " " * 200 + "],\n" + " " * 100 + "}") == {"a": [1]}

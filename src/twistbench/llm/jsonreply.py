@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from twistbench.llm.errors import LLMJSONError, LLMTruncatedError
@@ -101,41 +102,14 @@ def _next_opener(text: str, openers: str, pos: int) -> int:
     return min(hits) if hits else -1
 
 
-def _matching_close(text: str, start: int) -> int:
-    """Index of the bracket closing the one at `start` (string-aware), or -1 if it never closes.
-    A mismatched closer ends the span there, so the caller's parse fails on it."""
-    stack = [_PAIRS[text[start]]]
+def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """(index, character) of every character of `text` from `start` that is not inside a
+    JSON string (an opening quote is yielded, the string's content and closing quote not)."""
     in_string = False
     escaped = False
-    for i in range(start + 1, len(text)):
+    for i in range(start, len(text)):
         ch = text[i]
         if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch in _PAIRS:
-            stack.append(_PAIRS[ch])
-        elif ch in "}]":
-            if ch != stack.pop():
-                return i
-            if not stack:
-                return i
-    return -1
-
-
-def _drop_trailing_commas(text: str) -> str:
-    """Remove commas that directly precede a closing bracket, outside strings."""
-    out: list[str] = []
-    in_string = False
-    escaped = False
-    for i, ch in enumerate(text):
-        if in_string:
-            out.append(ch)
             if escaped:
                 escaped = False
             elif ch == "\\":
@@ -145,14 +119,32 @@ def _drop_trailing_commas(text: str) -> str:
             continue
         if ch == '"':
             in_string = True
-        elif ch == ",":
+        yield i, ch
+
+
+def _matching_close(text: str, start: int) -> int:
+    """Index of the bracket closing the one at `start` (string-aware), or -1 if it never closes.
+    A mismatched closer ends the span there, so the caller's parse fails on it."""
+    stack = [_PAIRS[text[start]]]
+    for i, ch in _outside_strings(text, start + 1):
+        if ch in _PAIRS:
+            stack.append(_PAIRS[ch])
+        elif ch in "}]" and (ch != stack.pop() or not stack):
+            return i
+    return -1
+
+
+def _drop_trailing_commas(text: str) -> str:
+    """Remove commas that directly precede a closing bracket, outside strings."""
+    drop = set()
+    for i, ch in _outside_strings(text):
+        if ch == ",":
             j = i + 1
             while j < len(text) and text[j].isspace():
                 j += 1
             if j < len(text) and text[j] in "}]":
-                continue
-        out.append(ch)
-    return "".join(out)
+                drop.add(i)
+    return "".join(ch for i, ch in enumerate(text) if i not in drop)
 
 
 def _excerpt(text: str, limit: int = 80) -> str:
