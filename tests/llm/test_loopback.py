@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 import threading
@@ -151,3 +152,10 @@ def test_standalone_command_serves_until_stopped() -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_garbage_on_the_socket_drops_only_that_connection(server) -> None:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.sendall(b"NONSENSE\r\n\r\n")
+        assert sock.recv(100) == b""  # closed, no answer
+    assert chat(server, "still up").status_code == 200

@@ -467,7 +467,7 @@ class LLMClient:
             stored = await self._in_cache_thread(self.cache.get, key)
             if stored is not None:
                 return self._finish(request, body, stored, key, cached=True, attempts=0)
-            self.usage.record_cache_miss()
+            self.usage.record_event("cache_miss")
         assert self._gate is not None
         async with self._gate:
             reply, attempts = await self._post_with_retries(body)
@@ -482,7 +482,7 @@ class LLMClient:
     def _stored(self, future: concurrent.futures.Future) -> None:
         exc = future.exception()
         if exc is not None:
-            self.usage.record_cache_write_error()
+            self.usage.record_event("cache_write_error")
             log.warning("%s: the cache write failed: %s", self.cache, exc)
 
     def _finish(self, request: ChatRequest, body: dict[str, Any], reply: dict[str, Any],
@@ -580,7 +580,7 @@ class LLMClient:
                     with _REJECTED_LOCK:
                         _REJECTED_FIELDS.add((cfg.endpoint, body["model"], refused))
                     if refused == "response_format":
-                        self.usage.record_json_fallback()
+                        self.usage.record_event("json_fallback")
                     log.info("%s refused %s for %s; asking without it from now on",
                              cfg.endpoint, refused, body["model"])
                     attempt -= 1

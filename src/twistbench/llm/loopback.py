@@ -258,13 +258,16 @@ class LoopbackServer:
                 except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
                     return
                 lines = head.decode("latin-1").split("\r\n")
-                method, target, _version = lines[0].split(" ", 2)
                 headers: dict[str, str] = {}
                 for line in lines[1:]:
                     if line:
                         name, _, value = line.partition(":")
                         headers[name.strip().lower()] = value.strip()
-                length = int(headers.get("content-length", "0") or 0)
+                try:
+                    method, target, _version = lines[0].split(" ", 2)
+                    length = int(headers.get("content-length", "0") or 0)
+                except ValueError:
+                    return  # not HTTP: drop the connection
                 raw = await reader.readexactly(length) if length else b""
                 keep_open = await self._dispatch(method, target, headers, raw, writer)
                 if not keep_open or headers.get("connection", "").lower() == "close":

@@ -78,6 +78,9 @@ class _ModelTally:
     served_as: Counter = field(default_factory=Counter)
 
 
+_TALLY_FIELDS = [f for f in _ModelTally.__dataclass_fields__ if f != "served_as"]
+
+
 class UsageMeter:
     """Thread-safe counters. Tokens of cache hits are kept apart: they cost nothing this run."""
 
@@ -87,10 +90,8 @@ class UsageMeter:
         self._models: dict[str, _ModelTally] = {}
         self._errors: Counter = Counter()
         self._retries: Counter = Counter()
-        self._json_fallbacks = 0
+        self._events: Counter = Counter()  # json_fallback, cache_miss, cache_write_error
         self._cache_enabled = False
-        self._cache_misses = 0
-        self._cache_write_errors = 0
 
     def _tally(self, model: str) -> _ModelTally:
         tally = self._models.get(model)
@@ -127,18 +128,10 @@ class UsageMeter:
         with self._lock:
             self._retries[reason] += 1
 
-    def record_json_fallback(self) -> None:
+    def record_event(self, name: str) -> None:
+        """Count `json_fallback`, `cache_miss` or `cache_write_error`."""
         with self._lock:
-            self._json_fallbacks += 1
-
-    def record_cache_miss(self) -> None:
-        with self._lock:
-            self._cache_enabled = True
-            self._cache_misses += 1
-
-    def record_cache_write_error(self) -> None:
-        with self._lock:
-            self._cache_write_errors += 1
+            self._events[name] += 1
 
     def enable_cache(self) -> None:
         with self._lock:
@@ -147,6 +140,11 @@ class UsageMeter:
     def summary(self) -> dict[str, Any]:
         """JSON-ready totals and per-model figures for a run manifest."""
         with self._lock:
+            tallies = self._models.values()
+
+            def total(name: str) -> int:
+                return sum(getattr(t, name) for t in tallies)
+
             by_model: dict[str, Any] = {}
             costs: list[float | None] = []
             for name, t in sorted(self._models.items()):
@@ -155,44 +153,35 @@ class UsageMeter:
                 if t.network_calls:
                     costs.append(cost)
                 by_model[name] = {
-                    "requests": t.requests,
-                    "network_calls": t.network_calls,
-                    "cache_hits": t.cache_hits,
-                    "prompt_tokens": t.prompt_tokens,
-                    "completion_tokens": t.completion_tokens,
-                    "estimated_calls": t.estimated_calls,
-                    "cached_prompt_tokens": t.cached_prompt_tokens,
-                    "cached_completion_tokens": t.cached_completion_tokens,
+                    **{f: getattr(t, f) for f in _TALLY_FIELDS},
                     "served_as": dict(sorted(t.served_as.items())),
                     "price_per_mtok": ([price.prompt_per_mtok, price.completion_per_mtok]
                                        if price else None),
                     "cost_usd": cost,
                 }
-            hits = sum(t.cache_hits for t in self._models.values())
-            looked_up = hits + self._cache_misses
-            total_cost = (sum(c for c in costs if c is not None)
-                          if all(c is not None for c in costs) else None)
+            hits, misses = total("cache_hits"), self._events["cache_miss"]
             return {
-                "requests": sum(t.requests for t in self._models.values()),
-                "network_calls": sum(t.network_calls for t in self._models.values()),
+                "requests": total("requests"),
+                "network_calls": total("network_calls"),
                 "errors": dict(sorted(self._errors.items())),
                 "retries": dict(sorted(self._retries.items())),
-                "json_mode_fallbacks": self._json_fallbacks,
+                "json_mode_fallbacks": self._events["json_fallback"],
                 "cache": {
                     "enabled": self._cache_enabled,
                     "hits": hits,
-                    "misses": self._cache_misses,
-                    "hit_rate": hits / looked_up if looked_up else None,
-                    "write_errors": self._cache_write_errors,
+                    "misses": misses,
+                    "hit_rate": hits / (hits + misses) if hits + misses else None,
+                    "write_errors": self._events["cache_write_error"],
                 },
                 "tokens": {
-                    "prompt": sum(t.prompt_tokens for t in self._models.values()),
-                    "completion": sum(t.completion_tokens for t in self._models.values()),
-                    "estimated_calls": sum(t.estimated_calls for t in self._models.values()),
-                    "cached_prompt": sum(t.cached_prompt_tokens for t in self._models.values()),
-                    "cached_completion": sum(t.cached_completion_tokens
-                                             for t in self._models.values()),
+                    "prompt": total("prompt_tokens"),
+                    "completion": total("completion_tokens"),
+                    "estimated_calls": total("estimated_calls"),
+                    "cached_prompt": total("cached_prompt_tokens"),
+                    "cached_completion": total("cached_completion_tokens"),
                 },
-                "cost_usd": total_cost,
+                # None unless every model that made calls has a price: never a partial sum.
+                "cost_usd": (sum(c for c in costs if c is not None)
+                             if all(c is not None for c in costs) else None),
                 "by_model": by_model,
             }
