@@ -78,7 +78,6 @@ ENV_TIMEOUT = "TWIST_LLM_TIMEOUT_S"
 ENV_CACHE = "TWIST_LLM_CACHE"
 ENV_PRICE = "TWIST_LLM_PRICE_PER_MTOK"
 DEFAULT_CACHE = ".twistbench-cache/llm.sqlite3"
-POOL_SIZE = 8  # connections per httpx pool (see _setup)
 # Fields a server may refuse; a refusal naming one is remembered per endpoint and model.
 OPTIONAL_FIELDS = ("response_format", "stream_options")
 
@@ -296,8 +295,8 @@ class LLMClient:
         self._start_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._pools: list[httpx.AsyncClient] = []
-        self._pool_load: list[int] = []
+        self._slots: list[httpx.AsyncClient] = []
+        self._free_slots: list[httpx.AsyncClient] = []  # the gate admits one caller per slot
         self._gate: asyncio.Semaphore | None = None
         self._cache_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._closed = False
@@ -390,22 +389,24 @@ class LLMClient:
         headers = {"User-Agent": "twistbench"}
         if self._key:
             headers["Authorization"] = f"Bearer {self._key}"
-        # httpcore's pool does work quadratic in its connection count on every request
-        # (4.1 ms CPU per request at 32 connections, 1.2 ms at 8: benchmarks/bench_llm.py),
-        # so the connections are spread over pools of at most POOL_SIZE.
-        pools = -(-cfg.max_concurrency // POOL_SIZE)
-        size = -(-cfg.max_concurrency // pools)
-        self._pools = [httpx.AsyncClient(
+        # One single-connection httpx client per slot: httpcore's pool does work that grows
+        # with its connection count on every request (polling each idle socket, scanning the
+        # list per connection), so one pool of 32 connections costs 4.1 ms CPU per request and
+        # single-connection pools 1.3 (benchmarks/bench_llm.py --compare). They share one SSL
+        # context (loading the CA bundle once, not once per slot).
+        ssl_context = httpx.create_ssl_context(trust_env=cfg.trust_env)
+        self._free_slots = [httpx.AsyncClient(
             headers=headers, transport=self._transport, trust_env=cfg.trust_env,
+            verify=ssl_context,
             timeout=httpx.Timeout(cfg.timeout_s, connect=cfg.connect_timeout_s),
-            limits=httpx.Limits(max_connections=size, max_keepalive_connections=size))
-            for _ in range(pools)]
-        self._pool_load = [0] * pools
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
+            for _ in range(cfg.max_concurrency)]
+        self._slots = list(self._free_slots)
         self._gate = asyncio.Semaphore(cfg.max_concurrency)
 
     async def _aclose_http(self) -> None:
-        for pool in self._pools:
-            await pool.aclose()
+        for slot in self._slots:
+            await slot.aclose()
 
     def _submit(self, coro: Coroutine[Any, Any, Any]) -> concurrent.futures.Future:
         try:
@@ -595,23 +596,21 @@ class LLMClient:
             await self._sleep(delay)
 
     async def _attempt(self, send: dict[str, Any]) -> dict[str, Any] | _Status:
-        # The gate admits at most max_concurrency, so the least loaded pool has room.
-        index = min(range(len(self._pools)), key=self._pool_load.__getitem__)
-        pool = self._pools[index]
-        self._pool_load[index] += 1
+        # Last in, first out: the connection used most recently is the one most likely alive.
+        slot = self._free_slots.pop()
         try:
             if send.get("stream"):
-                async with pool.stream("POST", self._url, json=send) as response:
+                async with slot.stream("POST", self._url, json=send) as response:
                     if response.status_code != 200:
                         await response.aread()
                         return _Status(response.status_code, response.headers, response.text)
                     return await self._read_stream(response)
-            response = await pool.post(self._url, json=send)
+            response = await slot.post(self._url, json=send)
             if response.status_code != 200:
                 return _Status(response.status_code, response.headers, response.text)
             return self._read_body(response.content)
         finally:
-            self._pool_load[index] -= 1
+            self._free_slots.append(slot)
 
     def _read_body(self, raw: bytes) -> dict[str, Any]:
         # Errors are raised outside the except blocks: a chained JSONDecodeError would carry
