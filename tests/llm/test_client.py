@@ -578,6 +578,18 @@ def test_config_from_environment_and_fallbacks(tmp_path) -> None:
     assert is_configured(env) and not is_configured({"TWIST_LLM_MODEL": "m"})
 
 
+def test_identity_holds_what_changes_answers_only() -> None:
+    base = LLMConfig(base_url="http://a:1/v1", model="m", api_key=SECRET)
+    same = LLMConfig(base_url="http://b:2/v1", model="m", max_concurrency=64, timeout_s=5,
+                     stream=True, cache_path="/tmp/x")
+    assert base.identity() == same.identity()
+    assert SECRET not in json.dumps(base.identity())
+    for change in ({"model": "n"}, {"temperature": 0.5}, {"max_tokens": 9}, {"seed": 1},
+                   {"json_mode": "prompt"}, {"cache_namespace": "q4"}):
+        other = LLMConfig(base_url="http://a:1/v1", **{"model": "m", **change})
+        assert other.identity() != base.identity(), change
+
+
 @pytest.mark.parametrize("env, match", [
     ({"TWIST_LLM_MODEL": "m"}, "no LLM endpoint"),
     ({"TWIST_LLM_BASE_URL": "http://h/v1"}, "no LLM model"),

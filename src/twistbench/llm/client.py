@@ -208,6 +208,15 @@ class LLMConfig:
         }
 
 
+    def identity(self) -> dict[str, Any]:
+        """The options that change answers, for a run's config fingerprint (with the prompt
+        hashes). Like the cache key, it leaves out the endpoint, the key and the throughput
+        options: the same model asked the same way is the same configuration."""
+        return {"model": self.model, "temperature": self.temperature,
+                "max_tokens": self.max_tokens, "seed": self.seed, "json_mode": self.json_mode,
+                "cache_namespace": self.cache_namespace}
+
+
 def is_configured(env: Mapping[str, str] | None = None) -> bool:
     """True when the environment names an endpoint and a model (LLM roles become available)."""
     env = os.environ if env is None else env
