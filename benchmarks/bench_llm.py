@@ -16,8 +16,8 @@ the way a real endpoint sits outside the client.
 and 100 ms each:
   the loopback server built on asyncio streams against a ThreadingHTTPServer doing the same,
   both driven by a minimal raw-socket asyncio client;
-  httpx with one pool of 32 connections against 32 single-connection clients (what LLMClient
-  uses), plain httpx.AsyncClient.post with no cache, no retries and no parsing.
+  the HTTP client: httpx.AsyncClient with one pool of 32 connections, 4 of 8, 32 of 1, and
+  32 single-connection httpcore pools (what LLMClient uses), with no cache, retries or parsing.
 
 Run: .venv/bin/python benchmarks/bench_llm.py [--repeats 3] [--server thread|process] [--compare]
 """
@@ -38,6 +38,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import httpcore
 import httpx
 
 from twistbench.llm.client import ChatRequest, LLMClient, LLMConfig
@@ -161,8 +162,10 @@ async def _raw_driver(port: int) -> None:
 
 
 async def _httpx_driver(url: str, pool_size: int) -> None:
-    """CONCURRENCY connections as clients of `pool_size` connections each."""
-    clients = [httpx.AsyncClient(limits=httpx.Limits(max_connections=pool_size,
+    """CONCURRENCY connections as httpx clients of `pool_size` connections each."""
+    ssl_context = httpx.create_ssl_context()  # shared: loading the CA bundle costs ~20 ms
+    clients = [httpx.AsyncClient(verify=ssl_context,
+                                 limits=httpx.Limits(max_connections=pool_size,
                                                      max_keepalive_connections=pool_size))
                for _ in range(CONCURRENCY // pool_size)]
     load = [0] * len(clients)
@@ -181,6 +184,27 @@ async def _httpx_driver(url: str, pool_size: int) -> None:
     await asyncio.gather(*(one() for _ in range(CALLS)))
     for client in clients:
         await client.aclose()
+
+
+async def _httpcore_driver(url: str) -> None:
+    """CONCURRENCY single-connection httpcore pools, as LLMClient uses them."""
+    pools = [httpcore.AsyncConnectionPool(max_connections=1) for _ in range(CONCURRENCY)]
+    gate = asyncio.Semaphore(CONCURRENCY)
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "q"}]}).encode()
+    headers = [(b"Content-Type", b"application/json"), (b"Content-Length", b"%d" % len(body))]
+
+    async def one() -> None:
+        async with gate:
+            pool = pools.pop()
+            try:
+                response = await pool.request("POST", url, headers=headers, content=body)
+                json.loads(response.content)
+            finally:
+                pools.append(pool)
+
+    await asyncio.gather(*(one() for _ in range(CALLS)))
+    for pool in pools:
+        await pool.aclose()
 
 
 def _timed(driver, *args: Any) -> tuple[float, float]:
@@ -207,16 +231,21 @@ def compare(repeats: int) -> None:
         cpu = statistics.median(r[1] for r in runs)
         print(f"  {name:28s} wall {wall:6.2f} s  ratio {wall / IDEAL_S:4.2f}  "
               f"CPU {cpu:.3f} ms/request")
-    print(f"\nhttpx.AsyncClient.post alone against the loopback server, median of {repeats}:")
+    print(f"\nHTTP clients alone against the loopback server (no cache, retries or parsing), "
+          f"median of {repeats}:")
+    drivers = [("httpx, 1 client of 32 connections", _httpx_driver, 32),
+               ("httpx, 4 clients of 8 connections", _httpx_driver, 8),
+               ("httpx, 32 clients of 1 connection", _httpx_driver, 1),
+               ("httpcore, 32 pools of 1 connection", _httpcore_driver, None)]
     with LoopbackServer(latency_s=LATENCY_S) as loopback:
         url = loopback.base_url + "/chat/completions"
-        for size in (32, 8, 1):
-            runs = [_timed(_httpx_driver, url, size) for _ in range(repeats)]
+        for name, driver, size in drivers:
+            args = (url,) if size is None else (url, size)
+            runs = [_timed(driver, *args) for _ in range(repeats)]
             wall = statistics.median(r[0] for r in runs)
             cpu = statistics.median(r[1] for r in runs)
-            clients = CONCURRENCY // size
-            print(f"  {clients:2d} client(s) of {size:2d} connection(s)  wall {wall:6.2f} s  "
-                  f"ratio {wall / IDEAL_S:4.2f}  CPU {cpu:.3f} ms/request")
+            print(f"  {name:36s} wall {wall:6.2f} s  ratio {wall / IDEAL_S:4.2f}  "
+                  f"CPU {cpu:.3f} ms/request")
 
 
 def main() -> None:

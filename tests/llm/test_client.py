@@ -4,6 +4,7 @@ accounting, the cache across instances and processes, and the key kept secret.""
 from __future__ import annotations
 
 import asyncio
+import base64
 import email.utils
 import json
 import logging
@@ -539,6 +540,44 @@ def test_credentials_in_the_base_url_are_redacted(make_client) -> None:
     with pytest.raises(LLMConnectionError) as info:
         make_client(base_url=url, max_attempts=1).complete(user("q"))
     assert SECRET not in str(info.value) and "***@127.0.0.1" in str(info.value)
+
+
+def test_query_stays_after_the_path_and_user_info_becomes_basic_auth(server,
+                                                                    make_client) -> None:
+    url = f"http://bob:s3cret-pw@127.0.0.1:{server.port}/v1?api-version=2024-06-01"
+    make_client(base_url=url, api_key=None).complete(user("q"))
+    [logged] = server.requests
+    assert logged.target == "/v1/chat/completions?api-version=2024-06-01"
+    assert logged.headers["authorization"] == "Basic " + base64.b64encode(
+        b"bob:s3cret-pw").decode()
+
+
+def test_requests_go_through_the_environment_proxy(make_client, monkeypatch) -> None:
+    with LoopbackServer() as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("NO_PROXY", "")
+        reply = make_client(base_url="http://llm.internal:8000/v1").complete(user("via"))
+        assert reply.text == "echo: via"
+        assert proxy.requests[0].target == "http://llm.internal:8000/v1/chat/completions"
+        # trust_env=False ignores the proxy (and then the made-up host cannot be reached).
+        with pytest.raises(LLMConnectionError):
+            make_client(base_url="http://llm.internal:8000/v1", trust_env=False,
+                        max_attempts=1).complete(user("direct"))
+        assert proxy.hits == 1
+
+
+def test_no_proxy_exempts_a_host(server, make_client, monkeypatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")  # would refuse every connection
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    assert make_client().complete(user("q")).text == "echo: q"
+
+
+def test_a_socks_proxy_is_an_input_error(monkeypatch) -> None:
+    monkeypatch.setenv("HTTP_PROXY", f"socks5://u:{SECRET}@127.0.0.1:1080")
+    monkeypatch.setenv("NO_PROXY", "")
+    with pytest.raises(InputError, match="not an http") as info:
+        LLMClient(LLMConfig(base_url="http://llm.internal/v1", model="m"), cache=None)
+    assert SECRET not in str(info.value)
 
 
 def test_secret_and_redact_url() -> None:

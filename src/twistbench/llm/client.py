@@ -39,19 +39,31 @@ any repr, exception, log line or cache row; error text from the server is scrubb
 from __future__ import annotations
 
 import asyncio
+import base64
 import concurrent.futures
 import email.utils
 import json
 import logging
 import os
 import random
+import ssl
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from dataclasses import dataclass, field
 from typing import Any, Literal, Self
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
+from urllib.request import getproxies, proxy_bypass
 
+import httpcore
 import httpx
 
 from twistbench.errors import InputError
@@ -138,7 +150,7 @@ class LLMConfig:
     cache_path: str | None = None
     cache_namespace: str = ""
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
-    trust_env: bool = True  # honour HTTP(S)_PROXY / NO_PROXY like httpx does
+    trust_env: bool = True  # honour HTTP(S)_PROXY / NO_PROXY and SSL_CERT_FILE / _DIR
 
     def __post_init__(self) -> None:
         if isinstance(self.api_key, str):
@@ -281,8 +293,7 @@ class LLMClient:
     """See the module docstring. Thread-safe; close() (or `with`) when done."""
 
     def __init__(self, config: LLMConfig, *, cache: ResponseCache | None | Literal["config"]
-                 = "config", transport: httpx.AsyncBaseTransport | None = None,
-                 sleep: Sleep | None = None, rng: random.Random | None = None,
+                 = "config", sleep: Sleep | None = None, rng: random.Random | None = None,
                  clock: Callable[[], float] = time.time):
         self.config = config
         self.usage = UsageMeter(config.prices)
@@ -291,21 +302,32 @@ class LLMClient:
         self.cache: ResponseCache | None = cache
         if self.cache is not None:
             self.usage.enable_cache()
-        self._transport = transport
         self._sleep: Sleep = sleep or asyncio.sleep
         self._rng = rng or random.Random()
         self._clock = clock
-        self._url = config.base_url.rstrip("/") + "/chat/completions"
         self._key = config.api_key.reveal() if isinstance(config.api_key, Secret) else ""
         url = urlsplit(config.base_url)
+        # The path goes before any query (Azure-style ?api-version=...); user info becomes
+        # Basic auth when there is no key, as browsers and httpx do.
+        self._url = urlunsplit((url.scheme, _host_port(url),
+                                url.path.rstrip("/") + "/chat/completions", url.query, ""))
+        self._headers = [(b"User-Agent", b"twistbench"), (b"Content-Type", b"application/json")]
+        if self._key:
+            self._headers.append((b"Authorization", f"Bearer {self._key}".encode()))
+        elif url.username:
+            pair = f"{unquote(url.username)}:{unquote(url.password or '')}".encode()
+            self._headers.append((b"Authorization", b"Basic " + base64.b64encode(pair)))
+        self._proxy = _environment_proxy(url) if config.trust_env else None
+        proxy_password = urlsplit(self._proxy).password if self._proxy else None
         # Whatever could be a credential, longest first so that no part of one survives.
-        self._secrets = sorted({s for s in (self._key, url.password, url.query, config.base_url)
-                                if s and len(s) >= 4}, key=len, reverse=True)
+        self._secrets = sorted({s for s in (self._key, url.password, url.query, proxy_password,
+                                            config.base_url) if s and len(s) >= 4},
+                               key=len, reverse=True)
         self._start_lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._slots: list[httpx.AsyncClient] = []
-        self._free_slots: list[httpx.AsyncClient] = []  # the gate admits one caller per slot
+        self._slots: list[httpcore.AsyncConnectionPool] = []
+        self._free_slots: list[httpcore.AsyncConnectionPool] = []  # one per admitted caller
         self._gate: asyncio.Semaphore | None = None
         self._cache_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._closed = False
@@ -395,22 +417,16 @@ class LLMClient:
 
     async def _setup(self) -> None:
         cfg = self.config
-        headers = {"User-Agent": "twistbench"}
-        if self._key:
-            headers["Authorization"] = f"Bearer {self._key}"
-        # One single-connection httpx client per slot: httpcore's pool does work that grows
-        # with its connection count on every request (polling each idle socket, scanning the
-        # list per connection), so one pool of 32 connections costs 4.1 ms CPU per request and
-        # single-connection pools 1.3 (benchmarks/bench_llm.py --compare). They share one SSL
-        # context (loading the CA bundle once, not once per slot).
+        # httpx's own transport layer (request and response models) costs about 0.55 ms CPU
+        # per request over httpcore, which it wraps; and a pool scans and polls all its
+        # connections on every request (4.1 ms CPU per request for one pool of 32). So: one
+        # single-connection httpcore pool per slot, one shared SSL context, measured in
+        # benchmarks/bench_llm.py --compare.
         ssl_context = httpx.create_ssl_context(trust_env=cfg.trust_env)
-        self._free_slots = [httpx.AsyncClient(
-            headers=headers, transport=self._transport, trust_env=cfg.trust_env,
-            verify=ssl_context,
-            timeout=httpx.Timeout(cfg.timeout_s, connect=cfg.connect_timeout_s),
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1))
-            for _ in range(cfg.max_concurrency)]
-        self._slots = list(self._free_slots)
+        self._slots = [_connection(self._proxy, ssl_context) for _ in range(cfg.max_concurrency)]
+        self._free_slots = list(self._slots)
+        self._extensions = {"timeout": {"connect": cfg.connect_timeout_s, "read": cfg.timeout_s,
+                                        "write": cfg.timeout_s, "pool": cfg.timeout_s}}
         self._gate = asyncio.Semaphore(cfg.max_concurrency)
 
     async def _aclose_http(self) -> None:
@@ -566,12 +582,12 @@ class LLMClient:
             try:
                 async with asyncio.timeout(cfg.timeout_s):
                     outcome = await self._attempt(send)
-            except (httpx.TimeoutException, TimeoutError):
+            except (httpcore.TimeoutException, TimeoutError):
                 error = LLMTimeoutError(
                     f"{cfg.endpoint}: no complete reply within {cfg.timeout_s:g} s",
                     attempts=attempt)
                 delay = self._backoff(attempt)
-            except httpx.TransportError as exc:
+            except (httpcore.NetworkError, httpcore.ProtocolError, httpcore.ProxyError) as exc:
                 error = LLMConnectionError(
                     f"{cfg.endpoint}: {type(exc).__name__}: {self._scrub(str(exc))}",
                     attempts=attempt)
@@ -605,18 +621,21 @@ class LLMClient:
             await self._sleep(delay)
 
     async def _attempt(self, send: dict[str, Any]) -> dict[str, Any] | _Status:
+        body = json.dumps(send, ensure_ascii=False).encode("utf-8")
+        headers = [*self._headers, (b"Content-Length", str(len(body)).encode())]
         # Last in, first out: the connection used most recently is the one most likely alive.
         slot = self._free_slots.pop()
         try:
             if send.get("stream"):
-                async with slot.stream("POST", self._url, json=send) as response:
-                    if response.status_code != 200:
-                        await response.aread()
-                        return _Status(response.status_code, response.headers, response.text)
-                    return await self._read_stream(response)
-            response = await slot.post(self._url, json=send)
-            if response.status_code != 200:
-                return _Status(response.status_code, response.headers, response.text)
+                async with slot.stream("POST", self._url, headers=headers, content=body,
+                                       extensions=self._extensions) as response:
+                    if response.status != 200:
+                        return _status(response, await response.aread())
+                    return await self._read_stream(response.aiter_stream())
+            response = await slot.request("POST", self._url, headers=headers, content=body,
+                                          extensions=self._extensions)
+            if response.status != 200:
+                return _status(response, response.content)
             return self._read_body(response.content)
         finally:
             self._free_slots.append(slot)
@@ -640,11 +659,11 @@ class LLMClient:
         return {"content": content or "", "finish_reason": finish,
                 "served_model": data.get("model"), "usage": _usage_pair(data.get("usage"))}
 
-    async def _read_stream(self, response: httpx.Response) -> dict[str, Any]:
+    async def _read_stream(self, chunks: AsyncIterator[bytes]) -> dict[str, Any]:
         parts: list[str] = []
         finish = served = usage = None
         done = False
-        async for line in response.aiter_lines():
+        async for line in _lines(chunks):
             if not line.startswith("data:"):
                 continue
             payload = line[5:].strip()
@@ -723,6 +742,54 @@ class LLMClient:
         except ValueError:
             message = None
         return self._excerpt((message or text or "(empty body)").encode())
+
+
+def _host_port(url: SplitResult) -> str:
+    host = url.hostname or ""
+    if ":" in host:  # IPv6 literal
+        host = f"[{host}]"
+    return f"{host}:{url.port}" if url.port else host
+
+
+def _environment_proxy(url: SplitResult) -> str | None:
+    """The proxy HTTP(S)_PROXY / ALL_PROXY name for this URL, unless NO_PROXY exempts it."""
+    proxies = getproxies()
+    proxy = proxies.get(url.scheme) or proxies.get("all")
+    if not proxy or proxy_bypass(url.hostname or ""):
+        return None
+    if urlsplit(proxy).scheme not in ("http", "https"):
+        raise InputError(f"{url.scheme.upper()}_PROXY", f"proxy {redact_url(proxy)!r} is not "
+                         "an http(s) proxy", expected="an http:// or https:// proxy URL, or "
+                         "trust_env=False")
+    return proxy
+
+
+def _connection(proxy: str | None, ssl_context: ssl.SSLContext) -> httpcore.AsyncConnectionPool:
+    if proxy is None:
+        return httpcore.AsyncConnectionPool(ssl_context=ssl_context, max_connections=1)
+    parts = urlsplit(proxy)
+    auth = ((unquote(parts.username), unquote(parts.password or ""))
+            if parts.username else None)
+    return httpcore.AsyncHTTPProxy(proxy_url=urlunsplit((parts.scheme, _host_port(parts), "", "",
+                                                         "")),
+                                   proxy_auth=auth, ssl_context=ssl_context, max_connections=1)
+
+
+def _status(response: httpcore.Response, raw: bytes) -> _Status:
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
+    return _Status(response.status, headers, raw.decode("utf-8", "replace"))
+
+
+async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """The lines of a byte stream (a server-sent event stream), without their line ends."""
+    pending = b""
+    async for chunk in chunks:
+        pending += chunk
+        *complete, pending = pending.split(b"\n")
+        for line in complete:
+            yield line.rstrip(b"\r").decode("utf-8", "replace")
+    if pending:
+        yield pending.rstrip(b"\r").decode("utf-8", "replace")
 
 
 def _json_or_none(raw: bytes) -> Any:

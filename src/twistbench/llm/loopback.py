@@ -125,10 +125,14 @@ def echo_reply(body: dict[str, Any]) -> Scripted:
 @dataclass
 class LoggedRequest:
     method: str
-    path: str
+    target: str  # as sent: a path, or an absolute URL when the server is used as a proxy
     headers: dict[str, str]
     body: dict[str, Any] | None
     received_at: float = field(default_factory=time.monotonic)
+
+    @property
+    def path(self) -> str:
+        return self.target.split("?", 1)[0]
 
 
 class LoopbackServer:
@@ -293,7 +297,7 @@ class LoopbackServer:
             except ValueError:
                 body = None
         with self._lock:
-            self._requests.append(LoggedRequest(method, path, headers, body))
+            self._requests.append(LoggedRequest(method, target, headers, body))
         if method == "GET" and path.rstrip("/").endswith("/models"):
             data = {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]}
             return await _send_json(writer, 200, data)
