@@ -18,7 +18,8 @@ Environment (options passed in code win):
 
 The client runs its own event loop in one background thread: the synchronous calls (from any
 number of worker threads) and the async ones (from any other loop) all end up there, so one
-connection pool, one concurrency bound and one usage meter serve them all.
+set of connections, one concurrency bound, one cache and one usage meter serve them all.
+HTTP goes through httpcore (httpx's transport) with HTTP(S)_PROXY / NO_PROXY honoured.
 
 Retries: 429, 408, 409 and 5xx (not 501/505), connection errors and timeouts are retried up
 to `max_attempts` in all, waiting what Retry-After (or retry-after-ms) says when the server
@@ -417,11 +418,10 @@ class LLMClient:
 
     async def _setup(self) -> None:
         cfg = self.config
-        # httpx's own transport layer (request and response models) costs about 0.55 ms CPU
-        # per request over httpcore, which it wraps; and a pool scans and polls all its
-        # connections on every request (4.1 ms CPU per request for one pool of 32). So: one
-        # single-connection httpcore pool per slot, one shared SSL context, measured in
-        # benchmarks/bench_llm.py --compare.
+        # httpx's own layer (request and response models) costs 0.3-0.5 ms CPU per request
+        # over httpcore, which it wraps; and a pool scans and polls all its connections on
+        # every request (4.6 ms CPU per request for one pool of 32). So: one single-connection
+        # httpcore pool per slot and one shared SSL context (benchmarks/bench_llm.py --compare).
         ssl_context = httpx.create_ssl_context(trust_env=cfg.trust_env)
         self._slots = [_connection(self._proxy, ssl_context) for _ in range(cfg.max_concurrency)]
         self._free_slots = list(self._slots)

@@ -2,7 +2,7 @@
 
 Every message is built by this package from redacted parts: the base URL without credentials
 or query, the status, and a scrubbed excerpt of the server's own error text. No error keeps a
-reference to an httpx request (its headers carry the key).
+reference to an HTTP request or response object (the request's headers carry the key).
 """
 
 from __future__ import annotations
