@@ -612,8 +612,8 @@ def test_config_from_environment_and_fallbacks(tmp_path) -> None:
                                    "TWIST_LLM_MODEL": "gpt", "TWIST_LLM_CACHE": "off"})
     assert fallback.base_url == "https://api.openai.com/v1" and fallback.cache_path is None
     assert fallback.api_key is None
-    assert LLMConfig.from_env({"TWIST_LLM_BASE_URL": "http://h/v1",
-                               "TWIST_LLM_MODEL": "m"}).cache_path == ".twistbench-cache/llm.sqlite3"
+    default = LLMConfig.from_env({"TWIST_LLM_BASE_URL": "http://h/v1", "TWIST_LLM_MODEL": "m"})
+    assert default.cache_path == ".twistbench-cache/llm.sqlite3"
     assert is_configured(env) and not is_configured({"TWIST_LLM_MODEL": "m"})
 
 

@@ -42,7 +42,8 @@ class ModelPrice:
             raise InputError(source, f"cannot read price {text!r}",
                              expected="'PROMPT,COMPLETION' in USD per million tokens, "
                                       "e.g. '0.15,0.60'") from None
-        if prompt < 0 or completion < 0 or not (math.isfinite(prompt) and math.isfinite(completion)):
+        finite = math.isfinite(prompt) and math.isfinite(completion)
+        if prompt < 0 or completion < 0 or not finite:
             raise InputError(source, f"price {text!r} is negative or not finite",
                              expected="two non-negative numbers")
         return cls(prompt, completion)
