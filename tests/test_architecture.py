@@ -41,12 +41,13 @@ ALLOWED: dict[str, set[str]] = {
     "audit": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
               "runs", "sanitize"},
     "itemgen": {"errors", "model", "datasets", "llm"},
+    "annotate": {"errors", "model", "stats", "datasets"},
     "validation": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
                    "llm", "judges", "tracks", "systems", "report", "runs", "audit", "itemgen",
                    "sanitize"},
     "cli": {ROOT, "errors", "model", "contract", "records", "stats", "datasets", "retrieval",
             "llm", "judges", "tracks", "systems", "report", "runs", "audit", "itemgen",
-            "validation", "plugins", "sanitize"},
+            "validation", "plugins", "annotate", "sanitize"},
 }
 SCORING = ("tracks", "judges", "report")
 
