@@ -185,6 +185,7 @@ OUTPUT_CASES = [
     ["export-predictions", "{run}", "-o", "{file}"],
     ["score-predictions", "{preds}", "-d", "demo", "-o", "{dir}"],
     ["audit", "labels", "{cases}", "{labels}", "-o", "{file}"],
+    ["annotate", "export", "demo", "-o", "{dir}/packet"],
 ]
 
 
@@ -332,7 +333,11 @@ def test_numeric_options_of_run(tmp_path, args, flag):
     (["audit", "{o}", "{o}", "--resamples", "0"], "--resamples"),
     (["audit", "{o}", "{o}", "--seed", "-1"], "--seed"),
     (["audit", "{o}", "{o}", "-k", "0"], "-k"),
-    (["build", "cs", "--seed", "-1", "-o", "{o}/k.json"], "--seed")])
+    (["build", "cs", "--seed", "-1", "-o", "{o}/k.json"], "--seed"),
+    (["annotate", "export", "demo", "-o", "{o}", "-n", str(10**30)], "--annotators"),
+    (["annotate", "export", "demo", "-o", "{o}", "--context", "-1"], "--context"),
+    (["annotate", "export", "demo", "-o", "{o}", "--examples", "-1"], "--examples"),
+    (["annotate", "agreement", "{o}", "-p", "{o}", "--min-kappa", "nan"], "--min-kappa")])
 def test_numeric_options_of_other_verbs(tmp_path, args, flag):
     code, _, err = invoke(*[a.format(o=tmp_path / "o") for a in args])
     assert_one_line(code, err, flag)

@@ -207,15 +207,34 @@ def _at_least(value: int, low: int, flag: str) -> int:
     return value
 
 
+def _at_most(value: int, high: int, flag: str) -> int:
+    if value > high:
+        raise InputError(flag, f"is {value}", field=flag.lstrip("-"), expected=f"at most {high}")
+    return value
+
+
+def _kappa(value: float, flag: str) -> float:
+    if not math.isfinite(value) or not -1 <= value <= 1:
+        raise InputError(flag, f"is {value!r}", field=flag.lstrip("-"),
+                         expected="a kappa from -1 to 1")
+    return value
+
+
 def _output_dir(path: Path, flag: str) -> Path:
-    """A folder we can write into, created if missing; InputError for a file or an unwritable
-    place, before anything is written."""
+    """A folder we will be able to write into; InputError for a file or an unwritable place.
+    Nothing is created here (an error later must not leave an empty folder behind): the
+    nearest existing folder on the way is probed with a temporary file."""
     if path.exists() and not path.is_dir():
         raise InputError(str(path), "exists and is not a folder", field=flag.lstrip("-"),
                          expected="a folder (or a path where one can be created)")
+    base = path
+    while not base.exists() and base.parent != base:
+        base = base.parent
+    if not base.is_dir():
+        raise InputError(str(path), f"{base} is not a folder", field=flag.lstrip("-"),
+                         expected="a path below folders only")
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".twist-write-test-")
+        fd, probe = tempfile.mkstemp(dir=base, prefix=".twist-write-test-")
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
@@ -791,6 +810,16 @@ def annotate_export(
 ) -> None:
     """Write blind annotation packets (CSV, JSONL, offline HTML form, guide, full records)."""
     try:
+        _at_least(annotators, 2, "--annotators")
+        _at_most(annotators, 100, "--annotators")  # a folder each: 10**30 would exhaust memory
+        if sample is not None:
+            _at_least(sample, 1, "--sample")
+        _at_least(examples, 0, "--examples")
+        _at_least(context, 0, "--context")
+        if seed is not None:
+            _at_least(seed, 0, "--seed")
+        if out.parent != out:
+            _output_dir(out.parent, "--out")  # the packet folder itself must be new
         ds, source = _dataset(key, locomo, None, include_crisis)
         res = export_packets(ds, out, annotators=annotators, seed=seed,
                              settings=ExcerptSettings(context=context), tracks=track,
@@ -819,7 +848,10 @@ def annotate_agreement(
     """Cohen's / Fleiss' kappa, raw agreement and confusion tables per track and family; writes
     the adjudication queue."""
     try:
+        _kappa(min_kappa, "--min-kappa")
         manifest = load_manifest(packet)
+        if out is not None:
+            _output_dir(out, "--out")
         raters = [read_answers(a, manifest) for a in answers]
         res = compute_agreement(manifest, raters, threshold=min_kappa)
         written = write_agreement(res, manifest, out or packet / "adjudication")
@@ -845,6 +877,10 @@ def annotate_adjudicate(
     """Merge the adjudicator's decisions, drop families below the threshold and rejected
     items, and write the next key version with a changelog and the agreement figures."""
     try:
+        if min_kappa is not None:
+            _kappa(min_kappa, "--min-kappa")
+        if out is not None:
+            _output_file(out, "--out")
         rel, record = adjudicate_key(resolve_key_file(key), queue, decisions, out=out,
                                      min_kappa=min_kappa)
     except InputError as exc:
@@ -911,6 +947,8 @@ def errata_apply(
 ) -> None:
     """Write the next key version with every erratum of this version folded in."""
     try:
+        if out is not None:
+            _output_file(out, "--out")
         rel = release_next_version(resolve_key_file(key), [], why="errata", out=out)
     except InputError as exc:
         _fail_input(exc)

@@ -232,3 +232,59 @@ def test_list_and_schema(scratch, what, out):
     check(*invoke("list", what)[::2])
     target = scratch / "schema" / out.replace("/", "_")[:40] if out.strip("/. ") else scratch
     check(*invoke("schema", "-o", target)[::2])
+
+
+# -- annotation and errata (the answer-key verbs) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_key(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("key") / "demo-key.json"
+    path.write_text(json.dumps(DEMO_KEY))
+    return path
+
+
+@given(n=ODD, sample=ODD, examples=ODD, context=ODD, seed=ODD)
+@CHEAP
+def test_annotate_export_option_values(scratch, demo_key, n, sample, examples, context, seed):
+    out = fresh(scratch, "packet")
+    code, _, err = invoke("annotate", "export", demo_key, "-o", out, "-n", n, "--sample",
+                          sample, "--examples", examples, "--context", context, "--seed", seed)
+    check(code, err)
+
+
+@given(doc=mutated_json(DEMO_KEY))
+@CHEAP
+def test_annotate_export_with_a_damaged_key(scratch, doc):
+    key = put(scratch, "key.json", json.dumps(doc))
+    check(*invoke("annotate", "export", key, "-o", fresh(scratch, "packet"))[::2])
+
+
+@given(item=ODD | st.sampled_from([d.id for d in DEMO.drafts]),
+       action=st.sampled_from(["drop", "relabel", "burn", ""]),
+       label=ODD | st.sampled_from(["aligned", "contradicting", "hard_negative"]),
+       reason=ODD)
+@CHEAP
+def test_errata_verbs(scratch, demo_key, item, action, label, reason):
+    folder = fresh(scratch, "errata")
+    folder.mkdir()
+    key = folder / "demo-key.json"
+    key.write_bytes(demo_key.read_bytes())
+    check(*invoke("errata", "add", key, "--item", item, "--reason", reason, "--action", action,
+                  "--label", label, "--evidence", "demo-acme:1:1")[::2])
+    check(*invoke("errata", "list", key)[::2])
+    check(*invoke("errata", "apply", key, "-o", folder / "next.json")[::2])
+
+
+@given(answers=mutated_bytes(b'{"answers": []}'), kappa=ODD)
+@settings(max_examples=budget(10))
+def test_annotate_agreement_and_adjudicate(scratch, demo_key, answers, kappa):
+    packet = fresh(scratch, "packet")
+    code, _, err = invoke("annotate", "export", demo_key, "-o", packet, "--seed", "1")
+    assert code == 0, err
+    a1 = put(scratch, "a1.json", answers)
+    check(*invoke("annotate", "agreement", a1, a1, "-p", packet, "--min-kappa", kappa)[::2])
+    queue = put(scratch, "queue.jsonl", answers)
+    decisions = put(scratch, "queue.csv", answers)
+    check(*invoke("annotate", "adjudicate", demo_key, queue, decisions, "-o",
+                  fresh(scratch, "next.json"))[::2])
