@@ -246,6 +246,36 @@ def load_presidio() -> Any:
         return _presidio
 
 
+def pii_spans(text: str, analyzer: Any = None, threshold: float = 0.4
+              ) -> list[tuple[int, int, str]]:
+    """(start, end, entity type) of the PII in `text`: presidio's when `analyzer` is given (see
+    load_presidio), else the regex governor's (emails, phones, street addresses)."""
+    if not _PII_GATE.search(text):
+        return []
+    if analyzer is not None:
+        res = analyzer.analyze(text, language="en", entities=_PRESIDIO_ENTITIES,
+                               score_threshold=threshold)
+        return [(r.start, r.end, r.entity_type) for r in res]
+    spans = []
+    for pat, kind in ((_EMAIL, "EMAIL_ADDRESS"), (_PHONE, "PHONE_NUMBER"),
+                      (_ADDRESS, "STREET_ADDRESS")):
+        spans += [(m.start(), m.end(), kind) for m in pat.finditer(text)]
+    return spans
+
+
+def redact_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """`text` with every span replaced by "[<entity type> redacted]" (overlaps merged)."""
+    out, last = [], 0
+    for s, e, kind in sorted(_merge(spans)):
+        if s < last:
+            continue
+        out.append(text[last:s])
+        out.append(f"[{kind.replace('_', ' ').lower()} redacted]")
+        last = e
+    out.append(text[last:])
+    return "".join(out)
+
+
 def presidio_status() -> str:
     load_presidio()
     if _presidio is not None:
@@ -574,29 +604,9 @@ class HeuristicSystem(BaseSystem):
     # -- governance ---------------------------------------------------------------------------
 
     def _pii_spans(self, text: str) -> list[tuple[int, int, str]]:
-        if not _PII_GATE.search(text):
-            return []
-        if self._analyzer is not None:
-            res = self._analyzer.analyze(text, language="en", entities=_PRESIDIO_ENTITIES,
-                                         score_threshold=self.pii_threshold)
-            return [(r.start, r.end, r.entity_type) for r in res]
-        spans = []
-        for pat, kind in ((_EMAIL, "EMAIL_ADDRESS"), (_PHONE, "PHONE_NUMBER"),
-                          (_ADDRESS, "STREET_ADDRESS")):
-            spans += [(m.start(), m.end(), kind) for m in pat.finditer(text)]
-        return spans
+        return pii_spans(text, self._analyzer, self.pii_threshold)
 
-    @staticmethod
-    def _redact(text: str, spans: list[tuple[int, int, str]]) -> str:
-        out, last = [], 0
-        for s, e, kind in sorted(_merge(spans)):
-            if s < last:
-                continue
-            out.append(text[last:s])
-            out.append(f"[{kind.replace('_', ' ').lower()} redacted]")
-            last = e
-        out.append(text[last:])
-        return "".join(out)
+    _redact = staticmethod(redact_spans)
 
     # -- ingest -------------------------------------------------------------------------------
 
