@@ -1,0 +1,1 @@
+"""Validity checks of item sets (keys): the shortcut audit lives in `validation.shortcuts`."""
