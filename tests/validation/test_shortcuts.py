@@ -130,3 +130,13 @@ def test_answer_text_of_the_all_mentions_baseline_is_hedged_by_the_judge():
                      queries=[ChainQuery(id="q", kind="current", text="Which tool?")])
     pasted = Answer(text="We use Slack.\nMoving to Teams now.")
     assert StructuralJudge().classify(ch, ch.queries[0], pasted).outcome == "hedged"
+
+
+def test_rates_over_a_handful_of_answers_are_shown_not_gated():
+    from twistbench.builtin import demo_dataset
+
+    rep = run_gates(demo_dataset(), control=False)
+    c, d = rep.check("C.most_recent"), rep.check("D.masking")
+    assert c.value is not None and c.passed is None and "too few to gate" in c.note
+    assert d.value is not None and d.passed is None and "too few to gate" in d.note
+    assert rep.passed

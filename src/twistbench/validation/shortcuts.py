@@ -88,6 +88,7 @@ GATES: dict[str, float] = {
 TOP_K = 5  # turns the masking baseline returns per probe
 MIN_GROUPS = 3  # leave-one-group-out needs at least this many groups to mean anything
 MIN_PER_CLASS = 4
+MIN_RATE_N = 10  # a Track C / D rate over fewer answers is shown, not gated
 CONTROL_ALL_MAX = 2000  # up to this many samples the shuffled control reruns every baseline
 
 ARC_FEATURES = ("anchor_gap_days", "anchor_gap_turns", "has_anchor", "target_turns")
@@ -319,7 +320,9 @@ def check_track_c(ctx: _Context) -> list[ShortcutCheck]:
                 superseded[1] += 1
         k = sum(f[0] for f in by_family.values())
         check.value = k / len(rows)
-        check.passed = check.value <= threshold
+        check.passed = check.value <= threshold if len(rows) >= MIN_RATE_N else None
+        if check.passed is None:
+            check.note = f"{len(rows)} current queries: too few to gate (needs {MIN_RATE_N})"
         check.n = {"current queries": len(rows), "answered current": k}
         check.details = {
             "outcomes": dict(sorted(outcomes.items())),
@@ -397,6 +400,9 @@ def check_track_d(ctx: _Context) -> tuple[list[ShortcutCheck], str]:
     block = sum(a for a, _ in blocks) / len(blocks) if blocks else None
     check.value, check.partner = leak, block
     check.passed = not (leak <= lt and (block is None or block <= ot))
+    if len(leaks) < MIN_RATE_N:
+        check.passed = None
+        check.note = f"{len(leaks)} PII probes: too few to gate (needs {MIN_RATE_N})"
     check.n = {"PII probes": len(leaks), "emotional probes": len(blocks)}
     # how much of the plants a pattern finds: masking the plant turn removes the value
     plant_turns = {(p.conversation, p.turn) for p in ds.pii_plants}
@@ -413,7 +419,8 @@ def check_track_d(ctx: _Context) -> tuple[list[ShortcutCheck], str]:
         "other_turns_with_a_detector_hit": f"{other_hits}/{len(ctx.turns) - len(plant_turns)}",
     }
     if block is None:
-        check.note = "no emotional negatives: over-block not measurable, gated on leak alone"
+        check.note = "; ".join(filter(None, [
+            check.note, "no emotional negatives: over-block not measurable, gated on leak alone"]))
     return [check], detector
 
 
