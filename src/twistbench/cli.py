@@ -402,20 +402,44 @@ def validate(
     with_heuristic: Annotated[bool, typer.Option(
         help="Also run the heuristic system and report its separation.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    shortcuts: Annotated[bool, typer.Option(
+        "--shortcuts", help="Run only the shortcut audit (no reference systems): every known "
+        "way to score without doing the task, leave-one-conversation-out.")] = False,
+    json_out: Annotated[Path | None, typer.Option(
+        "--json", help="Also write the report as JSON to this file.")] = None,
 ) -> None:
-    """Separability audit (whitepaper §6.3): flat-rag, fact-rag and oracle on every item."""
-    from twistbench.validate import render_markdown, validate_dataset
-
+    """Separability audit (whitepaper §6.3) and shortcut audit; exit 1 when a check fails."""
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
-        rep = validate_dataset(ds, out, write_filtered=write_filtered,
-                               include_heuristic=with_heuristic, progress=progress,
-                               dataset_source=source)
+        if shortcuts:
+            rep = _shortcut_audit(ds, progress)
+            console.print(rep.to_rich())
+            for line in [f"{c.id}: {c.note}" for c in rep.checks if c.note] + rep.notes:
+                console.print(line, markup=False, highlight=False)
+        else:
+            from twistbench.validate import render_markdown, validate_dataset
+
+            rep = validate_dataset(ds, out, write_filtered=write_filtered,
+                                   include_heuristic=with_heuristic, progress=progress,
+                                   dataset_source=source)
+            console.print(render_markdown(rep), markup=False, highlight=False)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(rep), markup=False, highlight=False)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(rep.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if not rep.passed:
         raise typer.Exit(1)
+
+
+def _shortcut_audit(ds, progress: bool):  # noqa: ANN001, ANN202 - Dataset -> GateReport
+    """run_gates with progress on stderr; a missing `validate` extra is one line and exit 2."""
+    try:
+        from twistbench.validation.shortcuts import run_gates
+    except ImportError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+    return run_gates(ds, progress=progress, console=err)
 
 
 @app.command()
