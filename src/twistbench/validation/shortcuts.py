@@ -44,6 +44,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -554,6 +555,44 @@ def _run_gates(dataset: Dataset, *, seed: int, control: bool, progress: bool, co
         seconds=time.perf_counter() - start)
 
 
+class GatesFailed(Exception):
+    """A key about to be written fails a shortcut gate (and failing gates are not allowed)."""
+
+    def __init__(self, report: GateReport):
+        self.report = report
+        fails = ", ".join(f"{c.id} {c.value:.3f} (gate {c.gate})" if c.value is not None
+                          else c.id for c in report.failures())
+        super().__init__(f"{report.version} fails the shortcut audit: {fails}")
+
+
+def gate_for_build(dataset: Dataset, *, allow_failing: bool = False, console: Any = None
+                   ) -> tuple[GateReport, dict[str, Any] | None]:
+    """What `twist build` does before writing a key: run_gates on it, print the table (with a
+    console), refuse (GatesFailed) when a gate fails unless `allow_failing`.
+
+    Returns the report and what the key records in its metadata: `report.to_meta()` for keys
+    of version 2.0 and later; None for 1.0 keys, whose bytes must stay those released (their
+    results go beside the key file, see gates_sidecar)."""
+    report = run_gates(dataset, progress=console is not None, console=console)
+    if console is not None:
+        console.print(report.to_rich())
+    if not report.passed and not allow_failing:
+        raise GatesFailed(report)
+    return report, (report.to_meta() if records_gates_in_key(dataset.version) else None)
+
+
+def gates_sidecar(key_path: str | Path) -> Path:
+    """Where a key's gate report goes when the key itself cannot carry it: <key>.gates.json."""
+    key_path = Path(key_path)
+    return key_path.with_name(key_path.name + ".gates.json")
+
+
+def write_gates_sidecar(key_path: str | Path, report: GateReport) -> Path:
+    path = gates_sidecar(key_path)
+    path.write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    return path
+
+
 def _is_workspace(dataset: Dataset) -> bool:
     return any("roles" in c.meta for c in dataset.conversations)
 
@@ -561,9 +600,13 @@ def _is_workspace(dataset: Dataset) -> bool:
 __all__ = [
     "GATES",
     "GateReport",
+    "GatesFailed",
     "ShortcutCheck",
     "chain_mentions",
     "classifier_check",
+    "gate_for_build",
+    "gates_sidecar",
     "records_gates_in_key",
     "run_gates",
+    "write_gates_sidecar",
 ]
