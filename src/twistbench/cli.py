@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -58,6 +60,10 @@ ErrataOpt = Annotated[str | None, typer.Option(
 CrisisOpt = Annotated[bool, typer.Option(
     "--include-crisis", help="Include the opt-in crisis plants (content warning: self-harm-"
     "adjacent phrasings).")]
+AllowGatesOpt = Annotated[bool, typer.Option(
+    "--allow-failing-gates", help="Write the key even when it fails a shortcut-audit gate; the "
+    "results go into its metadata (2.0+ keys) or beside it as <key>.gates.json (1.0 keys, whose "
+    "bytes stay those released).")]
 
 
 def main() -> None:
@@ -347,8 +353,10 @@ def build_cs(
     model: Annotated[str | None, typer.Option(help="Model name for --paraphrase.")] = None,
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the endpoint's "
                                              "API key, for --paraphrase.")] = "OPENAI_API_KEY",
+    allow_failing_gates: AllowGatesOpt = False,
 ) -> None:
-    """Generate the TWIST-CS workspaces and key; print counts and the variety report."""
+    """Generate the TWIST-CS workspaces and key; print counts, the shortcut audit and the
+    variety report. A key that fails a shortcut gate is not written (exit 1)."""
     from twistbench.build.cs_workspace import DEFAULT_SEED, ParaphraseConfig, run_build_cs
 
     para = None
@@ -357,8 +365,10 @@ def build_cs(
             _fail_input(InputError("--model", "--paraphrase needs a model name",
                                    expected="--model NAME"))
         para = ParaphraseConfig(base_url=paraphrase, model=model, api_key_env=api_key_env)
-    _, rep = run_build_cs(out=out, seed=DEFAULT_SEED if seed is None else seed,
-                          include_crisis=include_crisis, paraphrase=para, console=console)
+    with _gates_refusal():
+        _, rep = run_build_cs(out=out, seed=DEFAULT_SEED if seed is None else seed,
+                              include_crisis=include_crisis, paraphrase=para, console=console,
+                              allow_failing_gates=allow_failing_gates)
     if not rep.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording "
                   "(bag-of-words accuracy above the limit); try another seed or more templates")
@@ -373,13 +383,19 @@ def build_locomo(
                                       "goes beside it).")] = Path("twist-locomo.json"),
     seed: Annotated[int | None, typer.Option(help="Generator seed; default: the v1 seed.")] = None,
     include_crisis: CrisisOpt = False,
+    allow_failing_gates: AllowGatesOpt = False,
 ) -> None:
-    """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
+    """Inject TWIST items into LoCoMo; print counts, QA re-validation, the shortcut audit and the
+    variety report. A key that fails a shortcut gate is not written (exit 1)."""
     from twistbench.build.locomo_inject import DEFAULT_SEED, write_locomo_key
 
     try:
-        digest, rep = write_locomo_key(out, locomo, seed=DEFAULT_SEED if seed is None else seed,
-                                       include_crisis=include_crisis)
+        with _gates_refusal():
+            digest, rep = write_locomo_key(out, locomo,
+                                           seed=DEFAULT_SEED if seed is None else seed,
+                                           include_crisis=include_crisis,
+                                           allow_failing_gates=allow_failing_gates,
+                                           console=console)
     except InputError as exc:
         _fail_input(exc)
     console.print(rep.render(), markup=False, highlight=False)
@@ -387,6 +403,23 @@ def build_locomo(
     if rep.variety is not None and not rep.variety.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording")
         raise typer.Exit(1)
+
+
+@contextmanager
+def _gates_refusal() -> Iterator[None]:
+    """A key that fails a shortcut gate: one line naming the failures, nothing written, exit 1.
+    A missing `validate` extra: one line, exit 2."""
+    try:
+        from twistbench.validation.shortcuts import GatesFailed
+    except ImportError as exc:
+        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+    try:
+        yield
+    except GatesFailed as exc:
+        err.print(f"[bold red]not written:[/] {exc} (--allow-failing-gates writes it anyway "
+                  "and records the failures)", highlight=False)
+        raise typer.Exit(1) from exc
 
 
 @app.command()

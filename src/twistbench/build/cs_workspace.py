@@ -1274,10 +1274,16 @@ def run_build_cs(
     include_crisis: bool = False,
     paraphrase: ParaphraseConfig | None = None,
     console: Any = None,
+    *,
+    gates: bool = True,
+    allow_failing_gates: bool = False,
 ) -> tuple[str, VarietyReport]:
-    """What `twist build cs` does: build, write the key, print counts and the variety report.
+    """What `twist build cs` does: build, run the shortcut audit on the key about to be written,
+    write it, print counts and the variety report.
 
-    Returns (sha256, report). console: a rich Console (a new one if None).
+    Returns (sha256, report). console: a rich Console (a new one if None). A key that fails a
+    shortcut gate is not written (validation.shortcuts.GatesFailed) unless allow_failing_gates;
+    a 2.0+ key records its gates in meta["gates"], a 1.0 key beside it (<key>.gates.json).
     """
     from rich.console import Console
 
@@ -1286,7 +1292,19 @@ def run_build_cs(
     if out is None:
         out = Path(__file__).resolve().parents[3] / "data" / (
             CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+    gate_report = None
+    if gates:
+        from twistbench.validation.shortcuts import gate_for_build
+
+        gate_report, gate_meta = gate_for_build(dataset, allow_failing=allow_failing_gates,
+                                                console=console)
+        if gate_meta is not None:
+            dataset = dataset.model_copy(update={"meta": {**dataset.meta, "gates": gate_meta}})
     digest = write_cs_dataset(out, dataset)
+    if gate_report is not None and "gates" not in dataset.meta:
+        from twistbench.validation.shortcuts import write_gates_sidecar
+
+        console.print(f"gates -> {write_gates_sidecar(out, gate_report)}")
     counts = dataset.counts()
     console.print(f"[bold]{dataset.version}[/bold] -> {out}  sha256 {digest}")
     console.print(", ".join(f"{k} {v}" for k, v in counts.items()))

@@ -453,6 +453,7 @@ class BuildReport:
     variety: Any = None  # build.variety.VarietyReport
     key_sha256: str = ""
     version: str = KEY_VERSION
+    gates: Any = None  # validation.report.GateReport of the key as written
 
     def render(self) -> str:
         lines = [f"TWIST-LoCoMo key {self.version} (seed {self.seed}) for locomo10.json "
@@ -879,14 +880,37 @@ def build_locomo(locomo_path: str | Path, seed: int = DEFAULT_SEED, include_cris
 
 
 def write_locomo_key(out: str | Path | None, locomo_path: str | Path, seed: int = DEFAULT_SEED,
-                     include_crisis: bool = False) -> tuple[str, BuildReport]:
-    """`twist build locomo`: build and write the key (default: the committed path under data/).
-    Returns (sha256 of the key file, report)."""
+                     include_crisis: bool = False, *, gates: bool = True,
+                     allow_failing_gates: bool = False, console: Any = None
+                     ) -> tuple[str, BuildReport]:
+    """`twist build locomo`: build the key, run the shortcut audit on it (the LoCoMo
+    conversations with the key applied) and write it (default: the committed path under data/).
+    Returns (sha256 of the key file, report).
+
+    A key that fails a shortcut gate is not written (validation.shortcuts.GatesFailed) unless
+    allow_failing_gates; a 2.0+ key records its gates in payload["meta"]["gates"] (the loader
+    puts them in Dataset.meta), a 1.0 key beside the key file (<key>.gates.json), so that its
+    bytes stay those released. console: where the gate table and progress go."""
     payload, report = build_locomo(locomo_path, seed=seed, include_crisis=include_crisis)
     path = Path(out) if out else default_key_path(include_crisis)
     version = CRISIS_VERSION if include_crisis else KEY_VERSION
+    gate_report = gate_meta = None
+    if gates:
+        from twistbench.validation.shortcuts import gate_for_build
+
+        dataset = _dataset_from_payload(load_locomo(locomo_path), payload, version=version,
+                                        key_sha256="", key_file=str(path))
+        gate_report, gate_meta = gate_for_build(dataset, allow_failing=allow_failing_gates,
+                                                console=console)
+        if gate_meta is not None:
+            payload["meta"] = {**payload.get("meta", {}), "gates": gate_meta}
     digest = write_key(path, KEY_NAME, version, payload)
+    if gate_report is not None and gate_meta is None:
+        from twistbench.validation.shortcuts import write_gates_sidecar
+
+        write_gates_sidecar(path, gate_report)
     report.key_sha256 = digest
+    report.gates = gate_report
     return digest, report
 
 
@@ -992,15 +1016,24 @@ def load_locomo_dataset(locomo_path: str | Path, key_path: str | Path | None = N
                          f"{corpus.sha256}", field="sha256",
                          expected="the LoCoMo release file the key was built on "
                          "(snap-research/locomo data/locomo10.json)")
-    conversations = apply_locomo_key(corpus, payload, str(kp))
+    return _dataset_from_payload(corpus, payload, version=str(doc["version"]), key_sha256=digest,
+                                 key_file=str(kp), errata=errata, locomo_path=locomo_path)
+
+
+def _dataset_from_payload(corpus: LocomoCorpus, payload: dict[str, Any], *, version: str,
+                          key_sha256: str, key_file: str, errata: str | None = None,
+                          locomo_path: str | Path | None = None) -> Dataset:
+    """The Dataset a key payload makes of this LoCoMo corpus (see load_locomo_dataset); also
+    what `twist build locomo` audits before writing the key."""
+    conversations = apply_locomo_key(corpus, payload, key_file)
     excluded = {e["qa"]: e["reason"] for e in payload.get("revalidation", {}).get("excluded", [])}
     qa = [q.model_copy(update={"excluded": excluded[q.id]}) if q.id in excluded else q
           for q in corpus.qa]
-    version = str(doc["version"])
-    key_sha = digest
-    meta: dict[str, Any] = {"locomo_report": corpus.report.as_dict(),
+    key_sha = key_sha256
+    meta: dict[str, Any] = {**payload.get("meta", {}),
+                            "locomo_report": corpus.report.as_dict(),
                             "locomo_sha256": corpus.sha256,
-                            "qa_excluded": len(excluded), "key_file": str(kp)}
+                            "qa_excluded": len(excluded), "key_file": key_file}
     if errata:
         from twistbench.build.errata import apply_errata, resolve_errata_path
         from twistbench.build.key import sha256_file
@@ -1009,7 +1042,7 @@ def load_locomo_dataset(locomo_path: str | Path, key_path: str | Path | None = N
         qa, erep = apply_errata(qa, epath)
         meta["errata"] = erep.as_dict()
         version = f"{version}+{erep.version_tag}"
-        key_sha = sha256_bytes(f"{digest}+{sha256_file(epath)}".encode())
+        key_sha = sha256_bytes(f"{key_sha256}+{sha256_file(epath)}".encode())
     gold: dict[str, list[Any]] = {}
     for fld, cls in _GOLD_TYPES.items():
         items = []
@@ -1017,10 +1050,10 @@ def load_locomo_dataset(locomo_path: str | Path, key_path: str | Path | None = N
             try:
                 items.append(cls.model_validate(raw))
             except Exception as exc:  # pydantic ValidationError -> one clear InputError
-                raise pydantic_to_input_error(str(kp), f"payload.gold.{fld}[{i}]", exc) from exc
+                raise pydantic_to_input_error(key_file, f"payload.gold.{fld}[{i}]", exc) from exc
         gold[fld] = items
     try:
         return Dataset(name="twist-locomo", version=version, key_sha256=key_sha,
                        conversations=conversations, qa=qa, meta=meta, **gold)
     except Exception as exc:
-        raise pydantic_to_input_error(str(kp), "dataset", exc) from exc
+        raise pydantic_to_input_error(key_file, "dataset", exc) from exc
