@@ -120,13 +120,14 @@ def _logistic(n_train: int = 0) -> LogisticRegression:
     return LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000, solver="liblinear")
 
 
-def text_recipes(texts: Sequence[str], *, rules: bool = True) -> list[Recipe]:
+def text_recipes(texts: Sequence[str] | dict[str, sparse.csr_matrix], *, rules: bool = True
+                 ) -> list[Recipe]:
     """Logistic regression (TF-IDF) and multinomial naive Bayes (counts) on word 1-2-grams and on
-    character 3-5-grams; with `rules`, also a depth-3 decision tree on word 1-2-gram presence
+    character 3-5-grams (texts, or their hashed_text() already computed); with `rules`, also a depth-3 decision tree on word 1-2-gram presence
     (the few hand rules a reviewer writes: "contradicting unless it is a question or says 'I
     know'")."""
     out: list[Recipe] = []
-    hashed = hashed_text(texts)
+    hashed = texts if isinstance(texts, dict) else hashed_text(texts)
     for name, x in hashed.items():
         def lr(train: np.ndarray, test: np.ndarray, y: np.ndarray, x=x):
             xtr, xte = _tfidf(x, train, test)
@@ -180,10 +181,11 @@ def nontext_recipes(x: np.ndarray, seed: int = 0, *, forest: bool = True) -> lis
     return out
 
 
-def combined_recipe(texts: Sequence[str], x: np.ndarray) -> Recipe:
+def combined_recipe(texts: Sequence[str] | dict[str, sparse.csr_matrix], x: np.ndarray
+                    ) -> Recipe:
     """Logistic regression on word + character n-grams (TF-IDF) and standardised non-text
-    features together."""
-    hashed = hashed_text(texts)
+    features together. texts: the texts, or their hashed_text() already computed."""
+    hashed = texts if isinstance(texts, dict) else hashed_text(texts)
 
     def fit_predict(train: np.ndarray, test: np.ndarray, y: np.ndarray):
         parts_tr, parts_te = [], []

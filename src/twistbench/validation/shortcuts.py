@@ -49,13 +49,14 @@ from typing import Any
 
 import numpy as np
 
-from twistbench.judge.structural import contains_any
-from twistbench.model import Answer, Dataset, Event, HardNegativeArc, ReversalArc
+from twistbench.judge.structural import contains_any, find_form, tokens
+from twistbench.model import Answer, Dataset, Event, HardNegativeArc, ReversalArc, UpdateChain
 from twistbench.validation.baselines import (
     Evaluated,
     Recipe,
     combined_recipe,
     folded,
+    hashed_text,
     logo_predict,
     nontext_recipes,
     skeleton_coverage,
@@ -220,8 +221,9 @@ def check_candidates(ctx: _Context) -> list[ShortcutCheck]:
     groups = np.array([i.event.conversation for i in infos])
     texts = [i.event.text for i in infos]
     x = ctx.turns.features(infos) if infos else np.zeros((0, 0))
-    recipes = [*text_recipes(texts, rules=False), *nontext_recipes(x, ctx.seed, forest=False),
-               combined_recipe(texts, x)]
+    hashed = hashed_text(texts)
+    recipes = [*text_recipes(hashed, rules=False), *nontext_recipes(x, ctx.seed, forest=False),
+               combined_recipe(hashed, x)]
     items = item_turns(ctx.dataset)
     y = np.array([int((i.event.conversation, i.event.id) in items) for i in infos])
     out = [classifier_check("find.items", "Finding the candidates: item turns vs all other turns",
@@ -273,10 +275,15 @@ def between_question_and_answer(ctx: _Context, injected: set[tuple[str, str]]) -
 # Track C: answer baselines scored by the track's judge
 
 
-def chain_mentions(chain, events: Sequence[Event]) -> list[Event]:
-    """Turns (in order) that mention any surface form of any of the chain's states."""
+def chain_mentions(chain: UpdateChain, events: Sequence[Event],
+                   event_tokens: dict[str, list[str]] | None = None) -> list[Event]:
+    """Turns (in order) that mention any surface form of any of the chain's states, matched as
+    the judge matches them (normalised whole words). event_tokens: turn id -> tokens(text), to
+    normalise each turn once for many chains."""
     forms = [f for s in chain.states for f in s.surface_forms()]
-    return [e for e in events if contains_any(e.text, forms)]
+    if event_tokens is None:
+        return [e for e in events if contains_any(e.text, forms)]
+    return [e for e in events if any(find_form(event_tokens[e.id], f) for f in forms)]
 
 
 C_BASELINES: dict[str, tuple[str, Callable[[list[Event]], list[Event]]]] = {
@@ -292,7 +299,10 @@ def check_track_c(ctx: _Context) -> list[ShortcutCheck]:
 
     judge = StructuralJudge()
     events = {c.id: c.events for c in ctx.dataset.conversations}
-    rows = [(ch, q, chain_mentions(ch, events[ch.conversation]))
+    with_chains = {ch.conversation for ch in ctx.dataset.update_chains}
+    toks = {c: {e.id: tokens(e.text) for e in evs} for c, evs in events.items()
+            if c in with_chains}
+    rows = [(ch, q, chain_mentions(ch, events[ch.conversation], toks[ch.conversation]))
             for ch in ctx.dataset.update_chains for q in ch.queries if q.kind == "current"]
     out = []
     for cid, (title, pick) in C_BASELINES.items():
