@@ -96,6 +96,9 @@ def test_masking_check_uses_track_d_leak_and_over_block(clean):
 def test_gate_report_renders_and_records_for_keys(clean):
     md = clean.render_markdown()
     assert "| A.text |" in md and "Surface variety per item family" in md and "PASS" in md
+    details = "\n".join(clean.detail_lines())
+    assert "D.masking: k 5; detector" in details and "features" not in details
+    assert "find.injected: between question and answer" in details
     meta = clean.to_meta()
     assert meta["passed"] is True and meta["failures"] == []
     assert set(meta["checks"]) == ALL_CHECKS

@@ -107,13 +107,24 @@ class GateReport(_Model):
         for c in self.checks:
             value = _fmt(c.value)
             if c.partner_name:
-                value += f" / {c.partner_name} {_fmt(c.partner)}"
+                value += f" / {_fmt(c.partner)}"
             elif c.raw is not None and c.value is not None and abs(c.raw - c.value) > 1e-12:
-                value += f" (raw {_fmt(c.raw)})"
+                value += f" ({_fmt(c.raw)})"
             out.append([c.id, c.title, c.metric, value, c.gate,
                         {True: "pass", False: "FAIL", None: "n/a"}[c.passed],
                         ", ".join(f"{k} {v}" for k, v in c.n.items()),
                         _fmt(c.control), c.best or c.note])
+        return out
+
+    def detail_lines(self) -> list[str]:
+        """One line per check with details (what the table has no room for); the list of
+        non-text feature names is left to the JSON."""
+        out = []
+        for c in self.checks:
+            shown = {k: v for k, v in c.details.items() if k != "features"}
+            if shown:
+                out.append(f"{c.id}: " + "; ".join(f"{k.replace('_', ' ')} {_plain(v)}"
+                                                   for k, v in shown.items()))
         return out
 
     HEADER: ClassVar[list[str]] = ["check", "what", "metric", "value", "gate", "result", "n",
@@ -133,6 +144,8 @@ class GateReport(_Model):
         lines += ["", ("Value: the strongest baseline's (balanced accuracy and AUC folded: "
                        "|v - 0.5| + 0.5; raw shown when it differs). Shuffled: the same baselines "
                        "on shuffled labels — what chance looks like at this size."), ""]
+        if self.detail_lines():
+            lines += ["### Details", ""] + [f"- {_md(x)}" for x in self.detail_lines()] + [""]
         detail = [c for c in self.checks if c.candidates]
         if detail:
             lines += ["### Every baseline", "", "| check | baseline | value | raw |",
@@ -156,21 +169,41 @@ class GateReport(_Model):
         return "\n".join(lines).rstrip() + "\n"
 
     def to_rich(self) -> Any:
+        """For a terminal: a compact table (fits 80 columns), then which baseline gave each
+        value and what the values are; what each check is, in the Markdown and the JSON."""
+        from rich import box
+        from rich.console import Group
         from rich.table import Table
+        from rich.text import Text
 
         table = Table(title=f"Shortcut audit: {self.dataset} {self.version} "
-                      f"({'PASS' if self.passed else 'FAIL'})")
-        for h in self.HEADER:
-            table.add_column(h, overflow="fold")
+                      f"({'PASS' if self.passed else 'FAIL'})", box=box.SIMPLE_HEAD)
         style = {"pass": "green", "FAIL": "bold red", "n/a": "yellow"}
-        for row in self.rows():
-            row[5] = f"[{style[row[5]]}]{row[5]}[/]"
-            table.add_row(*row)
-        return table
+        for h in ("check", "value", "gate", "result", "n", "shuffled"):
+            table.add_column(h, overflow="fold", no_wrap=h in ("check", "result", "shuffled"))
+        for c, row in zip(self.checks, self.rows()):
+            cells = dict(zip(self.HEADER, row))
+            table.add_row(c.id, cells["value"], cells["gate"],
+                          f"[{style[cells['result']]}]{cells['result']}[/]",
+                          " / ".join(str(v) for v in c.n.values()), cells["shuffled"])
+        by = "\n".join(f"{c.id}: {c.best or c.note}" for c in self.checks if c.best or c.note)
+        legend = ("A, B: balanced accuracy; find: AUC (both folded, |v - 0.5| + 0.5, the raw "
+                  "value in brackets when it differs); C: current-answer rate; D: leak / "
+                  "over-block; surface: duplicate share. n: per class. shuffled: the same "
+                  "baselines on shuffled labels (chance at this size).")
+        return Group(table, Text(by), Text(legend, style="dim"))
 
 
 def _fmt(v: float | None) -> str:
     return "n/a" if v is None else f"{v:.3f}"
+
+
+def _plain(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.3f}"
+    if isinstance(v, dict):
+        return "{" + ", ".join(f"{k}: {_plain(x)}" for k, x in v.items()) + "}"
+    return str(v)
 
 
 def _md(text: str) -> str:

@@ -374,7 +374,9 @@ def check_track_d(ctx: _Context) -> tuple[list[ShortcutCheck], str]:
     lt, ot = GATES["D.masking.leak"], GATES["D.masking.over_block"]
     check = ShortcutCheck(
         id="D.masking", title=f"Track D output masking (BM25 top-{TOP_K}, mask at answer time)",
-        metric="leak rate", value=None, gate=f"not (leak <= {lt:.2f} and over-block <= {ot:.2f})",
+        metric="leak / over-block", value=None,
+        gate=(f"not both <= {lt:.2f}" if lt == ot
+              else f"not (leak <= {lt:.2f} and over-block <= {ot:.2f})"),
         threshold=lt, passed=None, partner_name="over-block")
     if not ds.pii_plants:
         check.note = "no PII plants"
