@@ -447,7 +447,8 @@ def validate(
         if shortcuts:
             rep = _shortcut_audit(ds, progress)
             console.print(rep.to_rich())
-            for line in [f"{c.id}: {c.note}" for c in rep.checks if c.note] + rep.notes:
+            notes = [f"{c.id}: {c.note}" for c in rep.checks if c.note] + rep.notes
+            for line in rep.detail_lines() + notes:
                 console.print(line, markup=False, highlight=False)
         else:
             from twistbench.validate import render_markdown, validate_dataset
