@@ -30,7 +30,7 @@ def _timed_steps() -> dict[str, float]:
                  "check_track_d", "check_surface"):
         fn = getattr(shortcuts, name)
 
-        def wrapped(*a, _fn=fn, _name=name, **kw):  # noqa: ANN002, ANN003, ANN202
+        def wrapped(*a, _fn=fn, _name=name, **kw):
             t = time.perf_counter()
             try:
                 return _fn(*a, **kw)
