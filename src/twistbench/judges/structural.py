@@ -239,7 +239,9 @@ class StructuralJudge:
     """Value matching + currency cues; see the module docstring for the outcomes."""
 
     name = "structural"
-    version = "1"
+    # 2: a current answer must mark every superseded mention as past; everyday past markers
+    # (the shortcut audit, issue 11). Verdicts differ from 1, so a run does not resume across it.
+    version = "2"
 
     def classify(self, chain: UpdateChain, query: ChainQuery, answer: Answer) -> JudgeVerdict:
         return classify_answer(chain, answer.text, answer.evidence)
