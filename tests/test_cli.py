@@ -227,3 +227,16 @@ def test_validate_shortcuts_passes_when_nothing_can_be_gated(tmp_path):
     r = twist("validate", "demo", "--shortcuts", "--json", str(out), "--no-progress")
     assert r.returncode == 0, r.stderr
     assert json.loads(out.read_text())["dataset"] == "demo"
+
+
+def test_a_missing_validate_extra_is_one_line_exit_2_and_nothing_written(tmp_path):
+    # scikit-learn hidden from the import system, as when the `validate` extra is not installed
+    out = tmp_path / "k.json"
+    code = ("import sys; sys.modules['sklearn'] = None; from twistbench.cli import main; "
+            f"sys.argv = ['twist', 'build', 'cs', '-o', {str(out)!r}]; main()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=_env(None), timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: the shortcut audit needs scikit-learn: pip install "
+                                "'twistbench[validate]'")
+    assert list(tmp_path.iterdir()) == []

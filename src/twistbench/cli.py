@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -456,7 +457,8 @@ def _shortcuts():  # noqa: ANN202 - the validation.shortcuts module
         # lazy: the shortcut audit needs scikit-learn (the `validate` extra), which loads slowly
         from twistbench.validation import shortcuts
     except ImportError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
+        # escaped: the message names the extra in brackets, which rich would read as markup
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
         raise typer.Exit(2) from exc
     return shortcuts
 
@@ -469,8 +471,8 @@ def _build_gate(allow_failing: bool) -> Iterator[BuildGate]:
     try:
         yield shortcuts.BuildGate(allow_failing=allow_failing, console=console)
     except shortcuts.GatesFailed as exc:
-        err.print(f"[bold red]not written:[/] {exc} (--allow-failing-gates writes it anyway "
-                  "and records the failures)", highlight=False)
+        err.print(f"[bold red]not written:[/] {escape(str(exc))} (--allow-failing-gates writes "
+                  "it anyway and records the failures)", highlight=False)
         raise typer.Exit(1) from exc
 
 
