@@ -102,6 +102,12 @@ def redact_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
     return "".join(out)
 
 
+def presidio_error() -> str | None:
+    """Why presidio could not be built (after load_presidio), or None. A function, not the
+    module variable: a `from ... import _presidio_error` copies the value before any load."""
+    return _presidio_error
+
+
 def presidio_status() -> str:
     load_presidio()
     if _presidio is not None:

