@@ -26,6 +26,7 @@ ALLOWED: dict[str, set[str]] = {
     "sanitize": set(),
     "stats": set(),
     "contract": {"model"},
+    "wire": {"model", "contract", "sanitize"},
     "plugins": {"errors"},
     "records": {"errors", "model"},
     "datasets": {"errors", "model"},
@@ -33,11 +34,11 @@ ALLOWED: dict[str, set[str]] = {
     "llm": {"errors", "model"},
     "judges": {"errors", "model", "plugins", "llm"},
     "tracks": {"errors", "model", "contract", "records", "stats", "judges"},
-    "systems": {"errors", "model", "contract", "plugins", "retrieval", "llm"},
+    "systems": {"errors", "model", "contract", "plugins", "retrieval", "llm", "wire", "sanitize"},
     "report": {"errors", "model", "contract", "records", "stats", "datasets", "judges",
                "tracks", "sanitize"},
     "runs": {ROOT, "errors", "model", "contract", "records", "datasets", "judges", "tracks",
-             "sanitize"},
+             "sanitize", "wire"},
     "audit": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
               "runs", "sanitize"},
     "itemgen": {"errors", "model", "datasets", "llm"},
@@ -47,7 +48,7 @@ ALLOWED: dict[str, set[str]] = {
                    "sanitize"},
     "cli": {ROOT, "errors", "model", "contract", "records", "stats", "datasets", "retrieval",
             "llm", "judges", "tracks", "systems", "report", "runs", "audit", "itemgen",
-            "validation", "plugins", "annotate", "sanitize"},
+            "validation", "plugins", "annotate", "sanitize", "wire"},
 }
 SCORING = ("tracks", "judges", "report")
 

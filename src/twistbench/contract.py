@@ -124,6 +124,10 @@ class BaseSystem:
     def lineage(self) -> list[LineageRecord]:
         raise NotImplementedError(f"{self.name} declines lineage")
 
+    def close(self) -> None:
+        """Optional: the conversation is over; free what it holds (a teardown). The runner calls
+        it after each conversation; a system without close() has nothing to free."""
+
     def config(self) -> dict[str, Any]:
         """Options that shape behaviour; written (with secrets redacted) into the manifest."""
         return {}

@@ -67,7 +67,17 @@ def drive_conversation(conv: Conversation, tasks: list[Task], guarded: GuardedSy
                        write: Callable[[ItemRecord], None],
                        advance: Callable[[int], None]) -> DriveCounts:
     """Run one conversation's unfinished units; `write` appends a record, `advance` moves the
-    progress bar by the number of units handled. `done` gains every record written."""
+    progress bar by the number of units handled. `done` gains every record written. The
+    system's close() ends the conversation (an HTTP server frees its instance)."""
+    try:
+        return _drive(conv, tasks, guarded, done, ingest_timeout_s, write, advance)
+    finally:
+        guarded.end_conversation()
+
+
+def _drive(conv: Conversation, tasks: list[Task], guarded: GuardedSystem,
+           done: dict[str, ItemRecord], ingest_timeout_s: float,
+           write: Callable[[ItemRecord], None], advance: Callable[[int], None]) -> DriveCounts:
     counts = DriveCounts()
     before = set(done)
     counted: set[str] = set()

@@ -142,6 +142,15 @@ class GuardedSystem:
     def close(self) -> None:
         self.executor.close()
 
+    def end_conversation(self) -> bool:
+        """The system's optional close(): the conversation is over. A failing close costs no
+        item (every item of the conversation is recorded by then); False tells it failed."""
+        try:
+            self._call("close", ())
+        except SystemCallError:
+            return False
+        return True
+
     # -- the contract, guarded ----------------------------------------------------------------
 
     def reset(self, conversation_id: str) -> None:

@@ -95,6 +95,21 @@ def system_config(system: Any) -> dict[str, Any]:
         return {"config_error": f"{type_name(exc)}: {safe_str(exc)[:500]}"}
 
 
+def contract_method(system: Any, name: str) -> Callable[..., Any]:
+    """The system's method `name`; close() is optional in the contract (a system without one
+    has nothing to free), so its absence is a no-op."""
+    method = getattr(system, name, None)
+    if method is None and name == "close":
+        return _no_close
+    if method is None:
+        return getattr(system, name)  # raises the AttributeError the caller records
+    return method
+
+
+def _no_close() -> None:
+    return None
+
+
 def wait_for(done: threading.Event, timeout_s: float) -> bool:
     """Wait for a call to finish. Module-level so that tests can swap the clock: a test waiter
     can decide a call timed out when the system signals a hang, not after wall-clock time."""
@@ -138,7 +153,7 @@ class _Worker:
                     return
                 self.busy = True
             try:
-                job.value = getattr(self.system, job.method)(*job.args)
+                job.value = contract_method(self.system, job.method)(*job.args)
                 job.ok = True
             except BaseException as exc:  # noqa: BLE001 - any failure of the system is data
                 job.value = CallFailed(type_name(exc), safe_str(exc))
@@ -255,7 +270,7 @@ def _child_main(conn: Any, factory: SystemFactory, max_output_bytes: int) -> Non
         except (EOFError, OSError):
             return
         try:
-            value = getattr(system, method)(*args)
+            value = contract_method(system, method)(*args)
         except BaseException as exc:  # noqa: BLE001 - any failure of the system is data
             conn.send(("raised", type_name(exc), safe_str(exc)))
             continue

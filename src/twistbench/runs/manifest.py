@@ -15,6 +15,7 @@ import twistbench
 from twistbench.model import Dataset
 from twistbench.records import ItemRecord, stable_hash
 from twistbench.runs.folder import Redactor
+from twistbench.wire import CONTRACT_VERSION
 
 SCHEMA_VERSION = "twist-run/1"
 _PACKAGES = ("pydantic", "numpy", "scipy", "bm25s", "onnxruntime", "tokenizers", "nltk",
@@ -110,7 +111,9 @@ def start_manifest(config: dict[str, Any], dataset: Dataset, dataset_source: dic
         # source: how to load the dataset again for `twist report` (not fingerprinted: paths
         # differ between machines; the sha256 is what identifies the key).
         "dataset": {**config["dataset"], "counts": dataset.counts(), "source": dataset_source},
-        "system": {**config["system"], "capabilities": capabilities, "gold_channel": gold_channel},
+        # contract: the version of the system contract (the HTTP wire's `Twist-Contract`).
+        "system": {**config["system"], "capabilities": capabilities, "gold_channel": gold_channel,
+                   "contract": CONTRACT_VERSION},
         "tracks": config["tracks"],
         "seeds": {"run": seed},
         "judge": config["judge"],

@@ -1,6 +1,7 @@
 """Reference systems and the table that `twist run --system` resolves.
 
-Built-in names: flat-rag, fact-rag, heuristic, oracle; installed plugins register more under the
+Built-in names: flat-rag, fact-rag, heuristic, oracle; "http://host:port" (or https://) is a
+system served over the HTTP contract (systems/http.py); installed plugins register more under the
 `twistbench.systems` entry-point group. Any other spec "package.module:Class" or
 "path/to/file.py:Class" is imported and constructed with the `-S key=value` options, coerced to
 the types the constructor's annotations declare. Only registry entries with gold_channel=True
@@ -9,6 +10,7 @@ the types the constructor's annotations declare. Only registry entries with gold
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import types
@@ -19,6 +21,7 @@ from typing import Any
 from twistbench.contract import MemorySystem
 from twistbench.errors import InputError
 from twistbench.plugins import entry_points, resolve
+from twistbench.systems.http import HttpSystem, is_http_spec
 
 ENTRY_POINT_GROUP = "twistbench.systems"
 
@@ -73,14 +76,24 @@ def make_system(spec: str, options: dict[str, str] | None = None
     """
     options = dict(options or {})
     table = {name: e.target for name, e in REGISTRY.items()}
-    cls: Any = resolve(spec, table=table, group=ENTRY_POINT_GROUP, flag="--system",
-                       what="system")
+    if is_http_spec(spec):  # a system served over the HTTP contract (systems/http.py)
+        cls: Any = functools.partial(HttpSystem, spec)
+        options.pop("url", None)
+        kwargs = coerce_options(HttpSystem, options, spec)
+        entry = SystemEntry(spec, spec, False, "a system served over the HTTP contract")
+        return _construct(cls, kwargs, spec, options), entry
+    cls = resolve(spec, table=table, group=ENTRY_POINT_GROUP, flag="--system", what="system")
     if spec in REGISTRY:
         entry = REGISTRY[spec]
     else:
         doc = (inspect.getdoc(cls) or "").splitlines()
         entry = SystemEntry(spec, spec, False, doc[0] if doc else "")
     kwargs = coerce_options(cls, options, spec)
+    return _construct(cls, kwargs, spec, options), entry
+
+
+def _construct(cls: Any, kwargs: dict[str, Any], spec: str, options: dict[str, str]
+               ) -> MemorySystem:
     try:
         system = cls(**kwargs)
     except Exception as exc:  # noqa: BLE001 - the user's constructor may raise anything
@@ -97,7 +110,7 @@ def make_system(spec: str, options: dict[str, str] | None = None
                          field="system",
                          expected="name, capabilities and the contract calls (subclass "
                                   "twistbench.contract.BaseSystem)")
-    return system, entry
+    return system
 
 
 def build_system(spec: str, options: dict[str, str] | None = None) -> MemorySystem:
