@@ -77,12 +77,14 @@ from twistbench.systems import (
     available_systems,
     build_system,
     make_system,
+    serve_system,
 )
 from twistbench.systems import (
     REGISTRY as SYSTEM_REGISTRY,
 )
 from twistbench.tracks import TRACKS
 from twistbench.validation.separability import render_validation_markdown, validate_dataset
+from twistbench.wire.openapi import openapi_json
 
 if TYPE_CHECKING:
     from twistbench.validation.shortcuts import BuildGate
@@ -539,6 +541,43 @@ def conform(
                   f"{sum(r.status == 'declined' for r in results)} declined")
     if fails:
         raise typer.Exit(1)
+
+
+@app.command()
+def serve(
+    system: Annotated[str | None, typer.Argument(
+        help="Built-in name, module:Class or file.py:Class.")] = None,
+    port: Annotated[int, typer.Option(help="TCP port (0: any free port).")] = 8765,
+    host: Annotated[str, typer.Option(help="Address to bind; another machine can reach a "
+                                      "non-loopback one.")] = "127.0.0.1",
+    option: OptionOpt = None,
+    token_env: Annotated[str | None, typer.Option(
+        help="Environment variable holding a bearer token every call must carry.")] = None,
+    openapi: Annotated[bool, typer.Option(
+        "--openapi", help="Print the contract's OpenAPI 3.1 document and exit.")] = False,
+    log: Annotated[bool, typer.Option(help="Log every request on stderr.")] = False,
+) -> None:
+    """Serve a Python system over the HTTP contract, one instance per conversation
+    (`twist run -s http://127.0.0.1:PORT` drives it)."""
+    if openapi:
+        sys.stdout.write(openapi_json())
+        return
+    try:
+        if system is None:
+            raise InputError("serve", "no system named", field="SYSTEM",
+                             expected="a built-in name, module:Class or file.py:Class")
+        per = parse_options(option, [system])
+        _use_options(per)
+        server = serve_system(system, per[system], host=host, port=port,
+                              token_env=token_env, log=log)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"serving {plain(server.description.name)} (contract "
+                  f"{server.description.contract}) at {server.url}; Ctrl-C stops")
+    try:
+        server.serve_forever()
+    finally:
+        server.stop()
 
 
 @build_app.command("cs")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import os
 import types
 import typing
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from twistbench.contract import MemorySystem
 from twistbench.errors import InputError
 from twistbench.plugins import entry_points, resolve
 from twistbench.systems.http import HttpSystem, is_http_spec
+from twistbench.wire.server import ContractServer
 
 ENTRY_POINT_GROUP = "twistbench.systems"
 
@@ -117,6 +119,30 @@ def build_system(spec: str, options: dict[str, str] | None = None) -> MemorySyst
     """make_system without the registry entry: a picklable factory (functools.partial of it)
     that rebuilds the system after a timeout, or in a child process (`--isolate process`)."""
     return make_system(spec, options)[0]
+
+
+def serve_system(spec: str, options: dict[str, str], *, host: str = "127.0.0.1", port: int = 0,
+                 token_env: str | None = None, log: bool = False) -> ContractServer:
+    """`twist serve`: a server of the HTTP contract over `spec`, one instance per conversation.
+    InputError for an unknown system, the oracle (its gold channel is not on the wire), an
+    unset token variable or a port that cannot be bound."""
+    _, entry = make_system(spec, options)  # bad input fails here, before anything listens
+    if entry.gold_channel:
+        raise InputError(spec, "the oracle reads the gold through a channel the HTTP contract "
+                         "does not carry", field="system", expected="a system without gold")
+    token = None
+    if token_env is not None:
+        token = os.environ.get(token_env)
+        if not token:
+            raise InputError("--token-env", f"environment variable {token_env} is not set",
+                             field="token_env", expected="the bearer token callers must send")
+    try:
+        return ContractServer(functools.partial(build_system, spec, options), host=host,
+                              port=port, token=token, log=log)
+    except OSError as exc:
+        raise InputError(f"{host}:{port}", f"cannot listen: {exc.strerror or exc}",
+                         field="port", expected="a free port on an address of this machine"
+                         ) from None
 
 
 def _exc_text(exc: BaseException) -> str:
@@ -226,4 +252,4 @@ def _type_name(ann: Any) -> str:
 
 
 __all__ = ["DEFAULT_SYSTEMS", "ENTRY_POINT_GROUP", "REGISTRY", "SystemEntry", "available_systems",
-           "build_system", "coerce_options", "make_system", "system_options"]
+           "build_system", "coerce_options", "make_system", "serve_system", "system_options"]

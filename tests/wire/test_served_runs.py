@@ -1,0 +1,52 @@
+"""A built-in system gives the same item records in-process and through `twist serve` + the
+HTTP client: the contract carries everything the tracks need, and nothing changes on the way."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+
+from twistbench.datasets.registry import DEFAULT_DATASET, load_dataset
+from twistbench.records import read_records
+from twistbench.runs.runner import RunSettings, run_system
+from twistbench.systems import build_system
+from twistbench.wire.server import ContractServer
+
+# What each system's capabilities let run (tracks A and D need tensions and governance).
+TRACKS_RUN = {"flat-rag": {"ingest", "B", "C"}, "fact-rag": {"ingest", "B", "C"},
+              "heuristic": {"ingest", "A", "B", "C", "D"}}
+
+
+def _one_conversation_per_item_type(ds):
+    return sorted({getattr(ds, f)[0].conversation for f in ds.ITEM_FIELDS if getattr(ds, f)})
+
+
+def _records(folder):
+    # Latency is the only field that may differ: the HTTP round trip takes time.
+    return {r.item_id: {k: v for k, v in r.model_dump(mode="json").items() if k != "latency_s"}
+            for r in read_records(folder)}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("spec", ["flat-rag", "fact-rag", "heuristic"])
+def test_identical_item_records_in_process_and_over_http(spec, tmp_path):
+    ds = load_dataset(DEFAULT_DATASET)
+    settings = RunSettings(conversations=_one_conversation_per_item_type(ds), progress=False)
+    run_system(ds, build_system(spec), tmp_path / "local", spec=spec, settings=settings)
+    server = ContractServer(functools.partial(build_system, spec, {}))
+    server.start_in_thread()
+    try:
+        remote = build_system(server.url)
+        run_system(ds, remote, tmp_path / "http", spec=server.url, settings=settings,
+                   factory=functools.partial(build_system, server.url, {}))
+        assert server.instances == {}  # every conversation was closed
+    finally:
+        server.stop()
+    local, over_http = _records(tmp_path / "local"), _records(tmp_path / "http")
+    assert set(local) == set(over_http)
+    assert sum(r["error"] is None for r in local.values()) > 50
+    assert {r["track"] for r in local.values()} == TRACKS_RUN[spec]
+    different = [i for i in local if local[i] != over_http[i]]
+    assert different == [], json.dumps([local[different[0]], over_http[different[0]]])[:2000]
