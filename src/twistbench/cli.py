@@ -514,33 +514,55 @@ def list_(
 
 @app.command()
 def conform(
-    system: Annotated[str, typer.Argument(help="Built-in name or module:Class.")],
+    system: Annotated[str, typer.Argument(help="Built-in name, module:Class, file.py:Class "
+                                          "or the URL of a server (http://host:port).")],
     option: OptionOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 30.0,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document on stdout: every "
+                                          "check with the request and output of a failure.")
+                       ] = False,
 ) -> None:
-    """Check a system against the contract on a small built-in conversation."""
+    """Check a system against the contract on a small built-in conversation; exit 1 on a
+    failed check."""
     try:
         _positive(timeout, "--timeout")
         per = parse_options(option, [system])
         _use_options(per)
-        sys_obj, _ = make_system(system, per[system])
+        sys_obj, entry = make_system(system, per[system])
     except InputError as exc:
         _fail_input(exc)
     # The system's messages may echo its options: every detail is redacted and printed plain.
-    results = check_conformance(sys_obj, timeout_s=timeout, redactor=_redactor)
+    results = check_conformance(sys_obj, timeout_s=timeout, redactor=_redactor,
+                                gold_channel=entry.gold_channel)
+    fails = sum(r.status == "fail" for r in results)
+    if as_json:
+        counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "declined")}
+        sys.stdout.write(json.dumps({"system": system, "counts": counts, "ok": not fails,
+                                     "checks": [r.as_dict() for r in results]},
+                                    indent=2, ensure_ascii=False) + "\n")
+        raise typer.Exit(1 if fails else 0)
+    _print_conformance(system, results)
+    if fails:
+        raise typer.Exit(1)
+
+
+def _print_conformance(system: str, results: list) -> None:
     table = Table(title=f"conformance of {plain(system)}")
     for col in ("check", "result", "detail"):
         table.add_column(col)
     style = {"pass": "green", "fail": "bold red", "declined": "yellow"}
     for r in results:
+        detail = r.detail
+        if r.status == "fail" and (r.request is not None or r.output is not None):
+            detail += f" · sent {json.dumps(r.request, ensure_ascii=False)}"
+            if r.output is not None:
+                detail += f" · got {json.dumps(r.output, ensure_ascii=False)[:300]}"
         table.add_row(plain(r.check), f"[{style[r.status]}]{r.status}[/]",
-                      plain(_redactor.text(r.detail)))
+                      plain(_redactor.text(detail)))
     console.print(table)
     fails = sum(r.status == "fail" for r in results)
     console.print(f"{sum(r.status == 'pass' for r in results)} passed, {fails} failed, "
                   f"{sum(r.status == 'declined' for r in results)} declined")
-    if fails:
-        raise typer.Exit(1)
 
 
 @app.command()

@@ -16,6 +16,7 @@ so no object of the system's survives past this module; an output whose JSON is 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -74,6 +75,8 @@ class GuardedSystem:
         self.calls = 0
         self.timeouts = 0
         self._setup: list[tuple[str, tuple[Any, ...], float]] = []
+        # The last output refused as invalid, as JSON text cut short (for `twist conform`).
+        self.last_rejected: str | None = None
 
     @property
     def name(self) -> str:
@@ -119,6 +122,7 @@ class GuardedSystem:
         except _TooLarge as exc:
             raise SystemCallError("invalid_output", name, self._too_large(exc.size)) from None
         except Exception as exc:  # noqa: BLE001 - whatever the output does is the system's fault
+            self.last_rejected = _shown(value)
             raise SystemCallError("invalid_output", name,
                                   self._message(f"{type_name(value)}: {_problem(exc)}")) from None
 
@@ -142,14 +146,14 @@ class GuardedSystem:
     def close(self) -> None:
         self.executor.close()
 
-    def end_conversation(self) -> bool:
+    def end_conversation(self) -> SystemCallError | None:
         """The system's optional close(): the conversation is over. A failing close costs no
-        item (every item of the conversation is recorded by then); False tells it failed."""
+        item (every item of the conversation is recorded by then); its error is returned."""
         try:
             self._call("close", ())
-        except SystemCallError:
-            return False
-        return True
+        except SystemCallError as exc:
+            return exc
+        return None
 
     # -- the contract, guarded ----------------------------------------------------------------
 
@@ -197,6 +201,15 @@ def _plain(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
     return value
+
+
+def _shown(value: Any, limit: int = 2000) -> str:
+    """An output as text for a report, never raising (it may be anything)."""
+    try:
+        text = json.dumps(_plain(value), ensure_ascii=False, default=type_name)
+    except Exception:  # noqa: BLE001 - a value whose repr breaks JSON
+        text = f"<{type_name(value)}>"
+    return text[:limit]
 
 
 def _problem(exc: Exception) -> str:
