@@ -11,6 +11,7 @@ import pytest
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis is in the test extra")
 
 from hypothesis import HealthCheck, settings  # noqa: E402
+from node_server import node_server  # noqa: E402
 from schemathesis.specs.openapi.checks import (  # noqa: E402
     response_schema_conformance,
     status_code_conformance,
@@ -25,14 +26,20 @@ CONVERSATION = "fuzz"
 schema = schemathesis.openapi.from_dict(openapi_document())
 
 
-@pytest.fixture(scope="module")
-def served():
-    # flat-rag over the lexical retriever: every call but resolve and flag_tensions is served.
+@pytest.fixture(scope="module", params=["twist-serve", "node-example"])
+def served(request):
+    """The URL of a server with the conversation CONVERSATION reset: `twist serve flat-rag`
+    (lexical retriever; every call but resolve and flag_tensions is served), or the Node.js
+    example (skipped without node)."""
+    if request.param == "node-example":
+        with node_server() as url:
+            HttpSystem(url).reset(CONVERSATION)
+            yield url
+        return
     server = ContractServer(functools.partial(build_system, "flat-rag", {"retriever": "lexical"}))
     server.start_in_thread()
-    client = HttpSystem(server.url)
-    client.reset(CONVERSATION)
-    yield server
+    HttpSystem(server.url).reset(CONVERSATION)
+    yield server.url
     server.stop()
 
 
@@ -43,5 +50,5 @@ def test_served_system_has_no_server_error(case, served):
     if isinstance(case.body, dict) and case.operation.path not in ("/reset", "/close"):
         case.body["conversation_id"] = CONVERSATION  # reach the system, not only the 409
     response = case.call_and_validate(
-        base_url=served.url, checks=[response_schema_conformance, status_code_conformance])
+        base_url=served, checks=[response_schema_conformance, status_code_conformance])
     assert response.status_code < 500 or response.status_code == 501, response.text[:500]
