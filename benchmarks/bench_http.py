@@ -78,7 +78,7 @@ def main() -> None:
             med = {}
             for side, g in sides.items():
                 fn(g)  # warm-up
-                med[side] = statistics.median(per_call(lambda g=g: fn(g), args.calls)
+                med[side] = statistics.median(per_call(lambda g=g, fn=fn: fn(g), args.calls)
                                               for _ in range(args.repeats))
             local, http = med["in-process"], med["http"]
             print(f"{kind:<22}{local * 1e6:>11.0f} us{http * 1e6:>9.0f} us"
