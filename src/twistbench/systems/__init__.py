@@ -1,6 +1,6 @@
 """Reference systems and the table that `twist run --system` resolves.
 
-Built-in names: flat-rag, fact-rag, heuristic, oracle; "http://host:port" (or https://) is a
+Built-in names: flat-rag, fact-rag, heuristic, oracle, mem0 (the optional mem0 extra); "http://host:port" (or https://) is a
 system served over the HTTP contract (systems/http.py); installed plugins register more under the
 `twistbench.systems` entry-point group. Any other spec "package.module:Class" or
 "path/to/file.py:Class" is imported and constructed with the `-S key=value` options, coerced to
@@ -53,6 +53,9 @@ REGISTRY: dict[str, SystemEntry] = {
                     "supersession; write-time PII/crisis governance"),
         SystemEntry("oracle", "twistbench.systems.oracle:Oracle", True,
                     "answers from the gold (explicit gold channel): the ceiling check"),
+        SystemEntry("mem0", "twistbench.systems.mem0:Mem0System", False,
+                    "Mem0 OSS (pip install 'twistbench[mem0]'): offline, infer=False, in-memory "
+                    "Qdrant, MiniLM int8; one add per turn keeps source turns"),
     ]
 }
 
