@@ -1,7 +1,8 @@
 """Reference systems and the table that `twist run --system` resolves.
 
-Built-in names: flat-rag, fact-rag, heuristic, oracle, mem0 (the optional mem0 extra); "http://host:port" (or https://) is a
-system served over the HTTP contract (systems/http.py); installed plugins register more under the
+Built-in names: flat-rag, fact-rag, heuristic, oracle (the default four), and mem0 (the
+optional mem0 extra); "http://host:port" (or https://) is a system served over the HTTP
+contract (systems/http.py); installed plugins register more under the
 `twistbench.systems` entry-point group. Any other spec "package.module:Class" or
 "path/to/file.py:Class" is imported and constructed with the `-S key=value` options, coerced to
 the types the constructor's annotations declare. Only registry entries with gold_channel=True
