@@ -40,6 +40,9 @@ _SECRET_WORDS = frozenset({
 _TOKENS_AFTER = frozenset({"access", "auth", "api", "bearer", "refresh", "session", "id"})
 # Environment variables whose names look secret but hold the shell's working directory.
 _SHELL_PATH_VARS = frozenset({"PWD", "OLDPWD"})
+# Switch values of secret-named options (use_auth=true) are not secrets: redacting them would hide
+# every "true" in every message.
+_NOT_SECRET_VALUES = frozenset({"true", "false", "none", "null", "yes", "no"})
 _MIN_OPTION_SECRET = 4  # shorter option values would redact ordinary words
 _MIN_ENV_SECRET = 6
 _MIN_PREFIX = 4  # the shortest tail of a cut message that is treated as a leaked prefix
@@ -119,7 +122,8 @@ class Redactor:
             if v is None:
                 continue
             text = str(v)
-            if is_secret_name(str(k)) and len(text) >= _MIN_OPTION_SECRET:
+            if is_secret_name(str(k)) and len(text) >= _MIN_OPTION_SECRET \
+                    and text.lower() not in _NOT_SECRET_VALUES:
                 values.add(text)
             values |= _userinfo_secrets(text)
         values |= {v for k, v in env.items()

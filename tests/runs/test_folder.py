@@ -130,6 +130,11 @@ def test_a_bare_token_and_a_percent_encoded_password_in_a_url_are_redacted():
     assert "p@ss/w0rd" not in r.text("typed p@ss/w0rd") and "p%40ss" not in r.text("p%40ss%2Fw0rd")
 
 
+def test_a_switch_under_a_secret_name_is_not_a_secret():
+    r = Redactor({"use_auth": "true", "auth_token": "tok-ABCDEFGH"}, {})
+    assert r.text("cache=true tok-ABCDEFGH") == f"cache=true {REDACTED}"
+
+
 def test_the_working_directory_is_not_a_secret(tmp_path):
     # PWD's name holds the word "pwd"; redacting it hid every relative path in error lines.
     r = Redactor({}, {"PWD": str(tmp_path), "OLDPWD": str(tmp_path), "DB_PWD": "hunter2-db"})
