@@ -50,3 +50,18 @@ def test_identical_item_records_in_process_and_over_http(spec, tmp_path):
     assert {r["track"] for r in local.values()} == TRACKS_RUN[spec]
     different = [i for i in local if local[i] != over_http[i]]
     assert different == [], json.dumps([local[different[0]], over_http[different[0]]])[:2000]
+
+
+def test_a_server_that_goes_away_makes_errors_never_scores(tmp_path):
+    from twistbench.datasets.demo import demo_dataset
+
+    server = ContractServer(functools.partial(build_system, "flat-rag", {"retriever": "lexical"}))
+    server.start_in_thread()
+    remote = build_system(server.url)
+    server.stop()  # the client was built; every call from now on finds no server
+    outcome = run_system(demo_dataset(), remote, tmp_path / "gone", spec=server.url,
+                         settings=RunSettings(progress=False))
+    records = read_records(tmp_path / "gone")
+    assert records and outcome.errors == len(records)
+    for r in records:
+        assert r.error is not None and r.scores == {}, r

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -74,6 +75,7 @@ class ContractServer(ThreadingHTTPServer):
         _close(probe)
         self.instances: dict[str, _Instance] = {}
         self.instances_lock = threading.Lock()
+        self.connections: set[socket.socket] = set()  # open keep-alive connections
         super().__init__((host, port), _Handler)
 
     @property
@@ -87,8 +89,17 @@ class ContractServer(ThreadingHTTPServer):
         return thread
 
     def stop(self) -> None:
+        """Stop listening, end every open connection (a keep-alive handler would otherwise go
+        on serving its client) and close every conversation's instance."""
         self.shutdown()
         self.server_close()
+        with self.instances_lock:
+            connections, self.connections = list(self.connections), set()
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:  # already closed by the client
+                pass
         with self.instances_lock:
             instances, self.instances = list(self.instances.values()), {}
         for inst in instances:
@@ -198,6 +209,16 @@ class _Handler(BaseHTTPRequestHandler):
     # client's delayed ACK (about 40 ms per call on Linux).
     disable_nagle_algorithm = True
     server: ContractServer
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.instances_lock:
+            self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with self.server.instances_lock:
+            self.server.connections.discard(self.connection)
+        super().finish()
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         self._handle("GET")
