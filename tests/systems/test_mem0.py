@@ -65,6 +65,12 @@ def test_speakers_are_users_named_by_the_speaker(mem0_demo):
                                                       {e.speaker for e in conv.events})
 
 
+def test_telemetry_is_off_even_when_mem0_was_imported_first(mem0_demo):
+    from mem0.memory import main, telemetry
+
+    assert telemetry.MEM0_TELEMETRY is False and main.MEM0_TELEMETRY is False
+
+
 def test_mem0_passes_conform_and_declines_what_it_cannot_serve():
     pytest.importorskip("mem0", reason="mem0ai is not installed (pip install 'twistbench[mem0]')")
     system, _ = make_system("mem0")
@@ -73,3 +79,68 @@ def test_mem0_passes_conform_and_declines_what_it_cannot_serve():
     for call in ("flag_tensions", "check_alignment", "resolve"):
         assert results[f"{call} [demo-acme]"] == "declined"
     assert system.memory is None  # close freed the store
+
+
+class _FakeExtractor:
+    """An OpenAI-compatible endpoint that extracts one fact per call: "fact N" (N counts calls),
+    so each memory's source turn is known from the order of the adds."""
+
+    def __init__(self) -> None:
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        calls = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                calls.append(self.path)
+                content = json.dumps({"memory": [{"text": f"fact {len(calls)}"}]})
+                body = json.dumps({
+                    "id": "x", "object": "chat.completion", "created": 0, "model": "fake",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": content}}],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                }).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.calls = calls
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+def test_with_infer_extracted_memories_keep_the_turn_they_came_from(monkeypatch):
+    pytest.importorskip("mem0", reason="mem0ai is not installed (pip install 'twistbench[mem0]')")
+    fake = _FakeExtractor()
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-fake-endpoint")
+    monkeypatch.delenv("OPENROUTER_API_KEY", raising=False)
+    try:
+        system, _ = make_system("mem0", {"infer": "true", "llm_base_url": fake.url,
+                                         "llm_model": "fake"})
+        conv = demo_dataset().conversations[0]
+        system.reset(conv.id)
+        for _, events in conv.sessions():
+            system.ingest(events)
+        records = system.lineage()
+        assert len(fake.calls) == len(conv.events)  # one extraction per turn
+        order = {f"fact {i + 1}": ev.id for i, ev in enumerate(conv.events)}
+        assert {r.text: r.sources for r in records} == {t: [tid] for t, tid in order.items()}
+        assert not any(r.raw for r in records)  # extracted, not the turn as written
+        # Cross-check: Mem0's own stored metadata names the same turn for every memory.
+        stored = system.memory.get_all(filters={"run_id": conv.id})["results"]
+        assert {m["memory"]: m["metadata"]["turn_id"] for m in stored} == order
+        answer = system.recall("fact 3")
+        assert answer.evidence == [conv.events[2].id]
+        system.close()
+    finally:
+        fake.server.shutdown()
+        fake.server.server_close()

@@ -77,9 +77,15 @@ class Mem0System(BaseSystem):
         try:
             # mem0ai is optional (the mem0 extra) and heavy: imported only when used.
             import mem0  # noqa: F401
+            from mem0.memory import main as mem0_main
+            from mem0.memory import telemetry as mem0_telemetry
             from mem0.utils import spacy_models
         except ImportError as exc:
             raise ImportError("Mem0 is not installed: pip install 'twistbench[mem0]'") from exc
+        # Mem0 reads MEM0_TELEMETRY once, when first imported; if something imported it before
+        # the variable was set, its copies of the flag are switched off here as well.
+        mem0_telemetry.MEM0_TELEMETRY = False
+        mem0_main.MEM0_TELEMETRY = False
         # Mem0 downloads spaCy's en_core_web_sm at run time for entity boosts and BM25 lemmas;
         # offline it must not try (a download attempt per process, and a result that depends
         # on the network). Marked as unavailable, Mem0 ranks by the embeddings alone, as it
