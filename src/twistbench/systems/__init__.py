@@ -130,6 +130,8 @@ def serve_system(spec: str, options: dict[str, str], *, host: str = "127.0.0.1",
     """`twist serve`: a server of the HTTP contract over `spec`, one instance per conversation.
     InputError for an unknown system, the oracle (its gold channel is not on the wire), an
     unset token variable or a port that cannot be bound."""
+    if not 0 <= port <= 65535:
+        raise InputError("--port", f"is {port}", field="port", expected="0 to 65535 (0: any free)")
     _, entry = make_system(spec, options)  # bad input fails here, before anything listens
     if entry.gold_channel:
         raise InputError(spec, "the oracle reads the gold through a channel the HTTP contract "
@@ -143,8 +145,8 @@ def serve_system(spec: str, options: dict[str, str], *, host: str = "127.0.0.1",
     try:
         return ContractServer(functools.partial(build_system, spec, options), host=host,
                               port=port, token=token, log=log)
-    except OSError as exc:
-        raise InputError(f"{host}:{port}", f"cannot listen: {exc.strerror or exc}",
+    except (OSError, UnicodeError) as exc:  # a port in use, an unknown host name
+        raise InputError(f"{host}:{port}", f"cannot listen: {getattr(exc, 'strerror', '') or exc}",
                          field="port", expected="a free port on an address of this machine"
                          ) from None
 
