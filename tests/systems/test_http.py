@@ -190,3 +190,48 @@ def test_credentials_in_the_url_are_refused_and_redacted_when_shown():
     with pytest.raises(InputError, match="not in the URL") as info:
         make_system("http://user:hunter2-pw@127.0.0.1:9")
     assert "hunter2-pw" not in Redactor({}).text(str(info.value))
+
+
+RELEASE = threading.Event()
+
+
+class BlockingRecall:
+    """A system whose recall("block") waits until the test releases it."""
+
+    name = "blocking"
+
+    def __init__(self) -> None:
+        from twistbench.contract import Capabilities
+
+        self.capabilities = Capabilities(recall=True)
+
+    def reset(self, conversation_id: str) -> None:
+        pass
+
+    def ingest(self, events):
+        return None
+
+    def recall(self, query: str):
+        if query == "block":
+            RELEASE.wait(60)
+        return {"text": query, "evidence": []}
+
+
+def test_a_call_past_the_timeout_is_an_error_and_the_conversation_can_restart():
+    RELEASE.clear()
+    server = ContractServer(BlockingRecall)
+    server.start_in_thread()
+    try:
+        client = HttpSystem(server.url, timeout_s=0.5)
+        client.reset("c1")
+        with pytest.raises(ConnectionError, match="recall: ReadTimeout"):
+            client.recall("block")
+        # The abandoned call still holds the old instance; a reset (the runner's restore after
+        # a timeout) gets a fresh one at once, and the conversation goes on.
+        fresh = HttpSystem(server.url, timeout_s=0.5)
+        fresh.reset("c1")
+        assert fresh.recall("hello").text == "hello"
+        fresh.close()
+    finally:
+        RELEASE.set()
+        server.stop()

@@ -143,7 +143,11 @@ class HttpSystem(BaseSystem):
 
     def reset(self, conversation_id: str) -> None:
         if self.conversation_id is not None and self.conversation_id != conversation_id:
-            self.close()  # the server frees the previous conversation's instance
+            try:  # the server frees the previous conversation's instance
+                self.close()
+            except (ConnectionError, ServerError, InvalidResponse):
+                pass  # a failed teardown of the last conversation must not fail this one
+            self.conversation_id = None
         self.conversation_id = conversation_id
         self._call("reset", {"conversation_id": conversation_id})
 

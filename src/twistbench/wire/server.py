@@ -118,8 +118,7 @@ class ContractServer(ThreadingHTTPServer):
             with self.instances_lock:
                 inst = self.instances.pop(cid, None)
             if inst is not None:
-                with inst.lock:
-                    _close(inst.system)
+                _close_when_idle(inst)
             return CALLS["close"].response()
         with self.instances_lock:
             inst = self.instances.get(cid)
@@ -142,8 +141,7 @@ class ContractServer(ThreadingHTTPServer):
             old = self.instances.pop(cid, None)
             self.instances[cid] = _Instance(system)
         if old is not None:
-            with old.lock:
-                _close(old.system)
+            _close_when_idle(old)
         return CALLS["reset"].response()
 
     @staticmethod
@@ -192,6 +190,22 @@ def _jsonable(config: Any) -> dict[str, Any]:
 
 def _encode(payload: dict[str, Any]) -> bytes:
     return json.dumps(payload, ensure_ascii=False, allow_nan=False).encode("utf-8")
+
+
+def _close_when_idle(inst: _Instance) -> None:
+    """Close an instance once its running call (if any) returns, without waiting for it: after
+    a client-side timeout, the abandoned call may still run while the conversation is reset."""
+    def close() -> None:
+        with inst.lock:
+            _close(inst.system)
+
+    if inst.lock.acquire(blocking=False):
+        try:
+            _close(inst.system)
+        finally:
+            inst.lock.release()
+    else:
+        threading.Thread(target=close, daemon=True, name="twist-serve-close").start()
 
 
 def _close(system: Any) -> None:
@@ -251,9 +265,13 @@ class _Handler(BaseHTTPRequestHandler):
                                f"{safe_str(exc)}") from None
             self._send(200, data)
         except _Refused as exc:
-            message = self.server.redactor.cut(exc.message, MAX_MESSAGE)
-            self._send(ERROR_STATUS[exc.kind],
-                       _encode({"error": {"kind": exc.kind, "message": message}}))
+            self._error(exc.kind, exc.message)
+        except Exception as exc:  # noqa: BLE001 - a fault of the server is an answer, not a hang-up
+            self._error("system_error", f"the server failed: {type_name(exc)}: {safe_str(exc)}")
+
+    def _error(self, kind: str, message: str) -> None:
+        text = self.server.redactor.cut(message, MAX_MESSAGE)
+        self._send(ERROR_STATUS[kind], _encode({"error": {"kind": kind, "message": text}}))
 
     def _body(self) -> bytes:
         raw = self.headers.get("Content-Length") or "0"
