@@ -33,6 +33,7 @@ from twistbench.wire import (
     VERSION_HEADER,
     CapabilitiesResponse,
     ErrorResponse,
+    validation_problems,
 )
 
 DEFAULT_TOKEN_ENV = "TWIST_HTTP_TOKEN"
@@ -114,7 +115,7 @@ class HttpSystem(BaseSystem):
             return call.response.model_validate_json(bytes(data))
         except ValidationError as exc:
             raise InvalidResponse(self._scrub(f"{name}: the response does not fit the "
-                                              f"contract: {_problems(exc)}")) from None
+                                              f"contract: {validation_problems(exc)}")) from None
 
     def _too_large(self, size: int) -> str:
         return f"a response of over {size:,} bytes (max_response_bytes={self.max_response_bytes:,})"
@@ -187,11 +188,6 @@ class HttpSystem(BaseSystem):
         cid, self.conversation_id = self.conversation_id, None
         self._call("close", {"conversation_id": cid})
 
-
-def _problems(exc: ValidationError) -> str:
-    errs = exc.errors(include_url=False, include_input=False, include_context=False)
-    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in errs[:3]]
-    return "; ".join(parts) + (f" (+{len(errs) - 3} more)" if len(errs) > 3 else "")
 
 
 __all__ = ["DEFAULT_TOKEN_ENV", "HttpSystem", "InvalidResponse", "ServerError", "is_http_spec"]

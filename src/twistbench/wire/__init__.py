@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from twistbench.contract import Capabilities
 from twistbench.model import (
@@ -173,6 +173,14 @@ CALLS: dict[str, Call] = {c.name: c for c in [
          "The conversation is over: free its instance. Closing an unknown one is not an error."),
 ]}
 
+def validation_problems(exc: ValidationError) -> str:
+    """What is wrong with a request or a response: the first three fields at fault, never the
+    values (they may hold a secret)."""
+    errs = exc.errors(include_url=False, include_input=False, include_context=False)
+    parts = [f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}" for e in errs[:3]]
+    return "; ".join(parts) + (f" (+{len(errs) - 3} more)" if len(errs) > 3 else "")
+
+
 # HTTP status of each error kind.
 ERROR_STATUS: dict[str, int] = {
     "bad_request": 400, "contract_version": 400, "unauthorized": 401, "not_found": 404,
@@ -183,4 +191,4 @@ __all__ = ["CALLS", "CONTRACT_VERSION", "ERROR_STATUS", "MAX_RETRIEVE_K", "VERSI
            "AlignmentRequest", "Call", "CapabilitiesResponse", "ConversationRequest", "ErrorBody",
            "ErrorKind", "ErrorResponse", "IngestRequest", "LineageResponse", "RecallRequest",
            "ResolveRequest", "RetrieveRequest", "RetrieveResponse", "TensionsResponse",
-           "WireCapabilities"]
+           "WireCapabilities", "validation_problems"]

@@ -33,6 +33,7 @@ from twistbench.wire import (
     VERSION_HEADER,
     CapabilitiesResponse,
     WireCapabilities,
+    validation_problems,
 )
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
@@ -166,11 +167,8 @@ class ContractServer(ThreadingHTTPServer):
         try:
             return model.model_validate(data)
         except ValidationError as exc:
-            errs = exc.errors(include_url=False, include_input=False)
-            where = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
-                              for e in errs[:3])
-            raise _Refused("system_error", f"the system's output does not fit the contract: "
-                           f"{where}") from None
+            raise _Refused("system_error", "the system's output does not fit the contract: "
+                           + validation_problems(exc)) from None
 
 
 def _plain(value: Any) -> Any:
@@ -299,11 +297,8 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             return model.model_validate_json(body)
         except ValidationError as exc:
-            errs = exc.errors(include_url=False, include_input=False)
-            where = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
-                              for e in errs[:3])
-            more = f" (+{len(errs) - 3} more)" if len(errs) > 3 else ""
-            raise _Refused("bad_request", f"{model.__name__}: {where}{more}") from None
+            raise _Refused("bad_request", f"{model.__name__}: {validation_problems(exc)}"
+                           ) from None
 
     def _send(self, status: int, data: bytes) -> None:
         self.send_response(status)
