@@ -12,6 +12,7 @@ from twistbench.datasets.registry import DEFAULT_DATASET, load_dataset
 from twistbench.records import read_records
 from twistbench.runs.runner import RunSettings, run_system
 from twistbench.systems import build_system
+from twistbench.wire import CONTRACT_VERSION
 from twistbench.wire.server import ContractServer
 
 # What each system's capabilities let run (tracks A and D need tensions and governance).
@@ -65,3 +66,6 @@ def test_a_server_that_goes_away_makes_errors_never_scores(tmp_path):
     assert records and outcome.errors == len(records)
     for r in records:
         assert r.error is not None and r.scores == {}, r
+    manifest = json.loads((tmp_path / "gone" / "manifest.json").read_text(encoding="utf-8"))
+    assert manifest["system"]["contract"] == CONTRACT_VERSION
+    assert manifest["system"]["config"]["url"] == server.url
