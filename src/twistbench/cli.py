@@ -573,7 +573,7 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to bind; another machine can reach a "
                                       "non-loopback one.")] = "127.0.0.1",
     option: OptionOpt = None,
-    token_env: Annotated[str | None, typer.Option(
+    api_key_env: Annotated[str | None, typer.Option(
         help="Environment variable holding a bearer token every call must carry.")] = None,
     openapi: Annotated[bool, typer.Option(
         "--openapi", help="Print the contract's OpenAPI 3.1 document and exit.")] = False,
@@ -591,7 +591,7 @@ def serve(
         per = parse_options(option, [system])
         _use_options(per)
         server = serve_system(system, per[system], host=host, port=port,
-                              token_env=token_env, log=log)
+                              api_key_env=api_key_env, log=log)
     except InputError as exc:
         _fail_input(exc)
     console.print(f"serving {plain(server.description.name)} (contract "

@@ -15,8 +15,8 @@ from twistbench.datasets.demo import demo_dataset
 from twistbench.errors import InputError
 from twistbench.records import SystemCallError
 from twistbench.runs.guard import GuardedSystem
-from twistbench.sanitize import Redactor
-from twistbench.systems import build_system, make_system
+from twistbench.sanitize import Redactor, is_secret_name
+from twistbench.systems import build_system, make_system, system_options
 from twistbench.systems.http import HttpSystem, InvalidResponse, ServerError
 from twistbench.wire import CONTRACT_VERSION, VERSION_HEADER
 from twistbench.wire.server import ContractServer
@@ -158,14 +158,18 @@ def test_the_bearer_token_is_sent_and_never_shown(fake, monkeypatch):
     monkeypatch.setenv("MY_SERVICE", secret)  # a name the harness would not know is secret
     fake.answers["/recall"] = (500, json.dumps(
         {"error": {"kind": "system_error", "message": f"bad token {secret}"}}).encode())
-    system = HttpSystem(fake.url, token_env="MY_SERVICE")
+    system = HttpSystem(fake.url, api_key_env="MY_SERVICE")
     system.reset("c1")
     assert fake.seen[-1][1]["Authorization"] == f"Bearer {secret}"
     with pytest.raises(ServerError) as info:
         system.recall("q")
     assert secret not in str(info.value) and "redacted" in str(info.value)
     assert secret not in json.dumps(system.config())
-    assert system.config()["token_sent"] is True
+    assert system.config()["key_sent"] is True
+    # No option or config key of the client is named like a secret, so the manifest keeps the
+    # variable's name (the value is what is secret, and never leaves the client).
+    assert not any(is_secret_name(k) for k in system.config())
+    assert not any(is_secret_name(k) for k in system_options(HttpSystem))
 
 
 def test_a_served_system_with_a_token_refuses_calls_without_it(monkeypatch):

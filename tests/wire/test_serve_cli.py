@@ -34,7 +34,7 @@ def busy_port():
     (["serve", "oracle"], "oracle"),
     (["serve", "flat-rag", "--port", "70000"], "--port"),
     (["serve", "flat-rag", "--port", "-1"], "--port"),
-    (["serve", "flat-rag", "--token-env", "TWIST_TEST_UNSET_TOKEN"], "--token-env"),
+    (["serve", "flat-rag", "--api-key-env", "TWIST_TEST_UNSET_TOKEN"], "--api-key-env"),
     (["serve", "flat-rag", "--host", "no-such-host.invalid"], "no-such-host.invalid"),
 ])
 def test_bad_input_is_one_line_and_exit_2(capsys, monkeypatch, args, named):

@@ -126,7 +126,7 @@ def build_system(spec: str, options: dict[str, str] | None = None) -> MemorySyst
 
 
 def serve_system(spec: str, options: dict[str, str], *, host: str = "127.0.0.1", port: int = 0,
-                 token_env: str | None = None, log: bool = False) -> ContractServer:
+                 api_key_env: str | None = None, log: bool = False) -> ContractServer:
     """`twist serve`: a server of the HTTP contract over `spec`, one instance per conversation.
     InputError for an unknown system, the oracle (its gold channel is not on the wire), an
     unset token variable or a port that cannot be bound."""
@@ -137,11 +137,11 @@ def serve_system(spec: str, options: dict[str, str], *, host: str = "127.0.0.1",
         raise InputError(spec, "the oracle reads the gold through a channel the HTTP contract "
                          "does not carry", field="system", expected="a system without gold")
     token = None
-    if token_env is not None:
-        token = os.environ.get(token_env)
+    if api_key_env is not None:
+        token = os.environ.get(api_key_env)
         if not token:
-            raise InputError("--token-env", f"environment variable {token_env} is not set",
-                             field="token_env", expected="the bearer token callers must send")
+            raise InputError("--api-key-env", f"environment variable {api_key_env} is not set",
+                             field="api_key_env", expected="the bearer token callers must send")
     try:
         return ContractServer(functools.partial(build_system, spec, options), host=host,
                               port=port, token=token, log=log)

@@ -6,7 +6,7 @@ each call to `timeout_s`, refuses a response body over `max_response_bytes`, and
 response against the contract's model. A malformed, oversized or failed response raises, so the
 guard records it as that item's error, never a score; a 501 answer is a declined call.
 
-A bearer token is read from the environment variable named by `token_env` (default
+A bearer token is read from the environment variable named by `api_key_env` (default
 TWIST_HTTP_TOKEN) and sent on every call; it never appears in the config, the manifest or an
 error message (the client scrubs its own errors with sanitize.Redactor, and the harness's
 redactor knows secret-named variables).
@@ -53,22 +53,22 @@ def is_http_spec(spec: str) -> bool:
 
 
 class HttpSystem(BaseSystem):
-    """A memory system behind the HTTP contract. Options: token_env, timeout_s,
+    """A memory system behind the HTTP contract. Options: api_key_env, timeout_s,
     max_response_bytes."""
 
-    def __init__(self, url: str, token_env: str = DEFAULT_TOKEN_ENV, timeout_s: float = 60.0,
+    def __init__(self, url: str, api_key_env: str = DEFAULT_TOKEN_ENV, timeout_s: float = 60.0,
                  max_response_bytes: int = 10_000_000) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{url!r} is not an http:// or https:// URL with a host")
         if parts.username or parts.password:
-            raise ValueError("put credentials in the environment variable named by token_env, "
+            raise ValueError("put credentials in the environment variable named by api_key_env, "
                              "not in the URL")
         self.url = url.rstrip("/")
-        self.token_env = token_env
+        self.api_key_env = api_key_env
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
-        token = os.environ.get(token_env) or None
+        token = os.environ.get(api_key_env) or None
         self._redactor = Redactor({"token": token} if token else {}, environ={})
         headers = {VERSION_HEADER: CONTRACT_VERSION, "Accept": "application/json"}
         if token:
@@ -87,8 +87,8 @@ class HttpSystem(BaseSystem):
         self.remote_config = described.config
 
     def config(self) -> dict[str, Any]:
-        return {"url": self.url, "contract": CONTRACT_VERSION, "token_env": self.token_env,
-                "token_sent": self._has_token, "timeout_s": self.timeout_s,
+        return {"url": self.url, "contract": CONTRACT_VERSION, "api_key_env": self.api_key_env,
+                "key_sent": self._has_token, "timeout_s": self.timeout_s,
                 "max_response_bytes": self.max_response_bytes, "server": self.remote_config}
 
     # -- transport ------------------------------------------------------------------------------
