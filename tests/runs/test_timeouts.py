@@ -139,6 +139,36 @@ def test_the_third_timeout_stops_the_conversation(tmp_path, hangs):
     assert out.errors == len(recs)  # every item an error, none scored
 
 
+class ClosesAfterHangs(Counted):
+    """Counted that records, at close(), whether a recall is still running on the instance."""
+
+    def __init__(self) -> None:
+        super().__init__(hang_every_recall=True)
+        self.running = False
+
+    def recall(self, query):
+        self.running = True
+        try:
+            return super().recall(query)
+        finally:
+            self.running = False
+
+    def close(self) -> None:
+        LOG.append((self.instance, "close", "while a call runs" if self.running else "idle"))
+
+
+def test_close_never_overlaps_a_timed_out_call(tmp_path, hangs):
+    LOG.clear()
+    run_system(demo_dataset(), ClosesAfterHangs(), tmp_path / "r",
+               settings=RunSettings(progress=False), factory=ClosesAfterHangs,
+               tracks={"T": AskEveryQueryTwice()})
+    closes = [entry for entry in LOG if entry[1] == "close"]
+    assert ("close", "while a call runs") not in {(c, w) for _, c, w in closes}
+    # Each conversation ends stopped (a timed-out instance, no restart after the last one),
+    # so close was skipped; a conversation that ends normally is closed (test_served_runs).
+    assert closes == []
+
+
 class AlwaysHangs(BaseSystem):
     name = "always-hangs"
     capabilities = Capabilities(recall=True)

@@ -77,6 +77,8 @@ class GuardedSystem:
         self._setup: list[tuple[str, tuple[Any, ...], float]] = []
         # The last output refused as invalid, as JSON text cut short (for `twist conform`).
         self.last_rejected: str | None = None
+        # A call timed out and no restart followed: the instance may still be running it.
+        self._untrusted = False
 
     @property
     def name(self) -> str:
@@ -99,6 +101,7 @@ class GuardedSystem:
             return self.executor.call(name, args, limit)
         except CallTimedOut:
             self.timeouts += 1
+            self._untrusted = True
             raise SystemCallError("timeout", name, f"no answer within {limit:g} s") from None
         except CallFailed as exc:
             raise SystemCallError("exception", name,
@@ -140,6 +143,7 @@ class GuardedSystem:
         (a fresh instance or process, or the old one once idle); setup calls are repeated.
         Raises SystemCallError when the system cannot be brought back."""
         self.executor.restart(self.timeout_s)
+        self._untrusted = False
         for name, args, limit in self._setup:
             self._call(name, args, limit)
 
@@ -148,7 +152,11 @@ class GuardedSystem:
 
     def end_conversation(self) -> SystemCallError | None:
         """The system's optional close(): the conversation is over. A failing close costs no
-        item (every item of the conversation is recorded by then); its error is returned."""
+        item (every item of the conversation is recorded by then); its error is returned. After
+        a timeout with no restart since, close is not called: the instance may still be running
+        the abandoned call, and calls never overlap on one instance."""
+        if self._untrusted:
+            return None
         try:
             self._call("close", ())
         except SystemCallError as exc:
