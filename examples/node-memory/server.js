@@ -144,8 +144,13 @@ const server = http.createServer((req, res) => {
   });
   req.on("end", () => {
     try {
-      const call = calls[`${req.method} ${req.url.split("?")[0]}`];
-      if (!call) throw new Refused(404, "not_found", `no call ${req.method} ${req.url}`);
+      const path = req.url.split("?")[0];
+      const call = calls[`${req.method} ${path}`];
+      if (!call) {
+        const known = Object.keys(calls).some((k) => k.endsWith(` ${path}`));
+        if (known) throw new Refused(405, "method_not_allowed", `${path} takes another method`);
+        throw new Refused(404, "not_found", `no call ${path}`);
+      }
       if (req.headers["twist-contract"] !== CONTRACT) {
         throw new Refused(400, "contract_version", `this server speaks contract ${CONTRACT}`);
       }

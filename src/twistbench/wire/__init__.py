@@ -35,7 +35,7 @@ VERSION_HEADER = "Twist-Contract"
 MAX_RETRIEVE_K = 1000
 
 ErrorKind = Literal["bad_request", "contract_version", "unauthorized", "not_found",
-                    "no_conversation", "declined", "system_error"]
+                    "method_not_allowed", "no_conversation", "declined", "system_error"]
 
 
 class _Request(BaseModel):
@@ -184,7 +184,7 @@ def validation_problems(exc: ValidationError) -> str:
 # HTTP status of each error kind.
 ERROR_STATUS: dict[str, int] = {
     "bad_request": 400, "contract_version": 400, "unauthorized": 401, "not_found": 404,
-    "no_conversation": 409, "declined": 501, "system_error": 500,
+    "method_not_allowed": 405, "no_conversation": 409, "declined": 501, "system_error": 500,
 }
 
 __all__ = ["CALLS", "CONTRACT_VERSION", "ERROR_STATUS", "MAX_RETRIEVE_K", "VERSION_HEADER", "Ack",

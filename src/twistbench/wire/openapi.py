@@ -40,6 +40,7 @@ def openapi_document() -> dict[str, Any]:
                     "content": error},
             "401": {"description": "a missing or wrong bearer token (servers that require one)",
                     "content": error},
+            "405": {"description": "another HTTP method than the call's", "content": error},
         }
         op: dict[str, Any] = {"operationId": call.name, "summary": call.summary,
                               "parameters": [version_param], "responses": responses}
@@ -55,7 +56,7 @@ def openapi_document() -> dict[str, Any]:
             responses["500"] = {"description": "the system failed on this call",
                                 "content": error}
         paths[call.path] = {call.method.lower(): op}
-    assert set(ERROR_STATUS.values()) >= {400, 401, 409, 500, 501}
+    assert set(ERROR_STATUS.values()) >= {400, 401, 405, 409, 500, 501}
     return {
         "openapi": "3.1.0",
         "info": {"title": "twistbench memory-system contract", "version": CONTRACT_VERSION,

@@ -238,6 +238,19 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         self._handle("POST")
 
+    # Other methods get a contract error (405 on a known path), not http.server's HTML 501.
+    def do_PUT(self) -> None:  # noqa: N802
+        self._handle("PUT")
+
+    def do_DELETE(self) -> None:  # noqa: N802
+        self._handle("DELETE")
+
+    def do_PATCH(self) -> None:  # noqa: N802
+        self._handle("PATCH")
+
+    def do_OPTIONS(self) -> None:  # noqa: N802
+        self._handle("OPTIONS")
+
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
         if self.server.log:
             sys.stderr.write(self.server.redactor.text(format % args) + "\n")
@@ -246,9 +259,12 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = self._body()
             call = CALLS.get(self.path.split("?", 1)[0].lstrip("/"))
-            if call is None or call.method != method:
-                raise _Refused("not_found", f"no call {method} {self.path}; the calls are "
+            if call is None:
+                raise _Refused("not_found", f"no call {self.path}; the calls are "
                                + ", ".join(f"{c.method} {c.path}" for c in CALLS.values()))
+            if call.method != method:
+                raise _Refused("method_not_allowed", f"{call.path} takes {call.method}, "
+                               f"not {method}")
             self._check_auth()
             version = self.headers.get(VERSION_HEADER)
             if version != CONTRACT_VERSION:
