@@ -537,9 +537,9 @@ def conform(
     fails = sum(r.status == "fail" for r in results)
     if as_json:
         counts = {s: sum(r.status == s for r in results) for s in ("pass", "fail", "declined")}
-        sys.stdout.write(json.dumps({"system": system, "counts": counts, "ok": not fails,
-                                     "checks": [r.as_dict() for r in results]},
-                                    indent=2, ensure_ascii=False) + "\n")
+        doc = {"system": _redactor.text(system), "counts": counts, "ok": not fails,
+               "checks": [r.as_dict() for r in results]}
+        sys.stdout.write(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
         raise typer.Exit(1 if fails else 0)
     _print_conformance(system, results)
     if fails:
