@@ -6,7 +6,8 @@ document (wire/openapi.py, committed as docs/http-contract.openapi.json) is gene
 models, so the document, the client and the server cannot disagree.
 
 Every call but capabilities names its conversation: a server keeps one system instance per
-conversation, created by reset and freed by close. Every request carries the contract version in
+conversation, created by reset and freed by close (keyed by the id alone, so one server serves
+one run at a time). Every request carries the contract version in
 the `Twist-Contract` header; a server answers a version it does not speak with 400.
 
 This module imports only model and contract.
