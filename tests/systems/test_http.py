@@ -239,3 +239,33 @@ def test_a_call_past_the_timeout_is_an_error_and_the_conversation_can_restart():
     finally:
         RELEASE.set()
         server.stop()
+
+
+def test_https_with_a_private_authority_and_a_bearer_token(tmp_path, monkeypatch):
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not on the PATH: no certificate for the https test")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    server = ContractServer(functools.partial(build_system, "flat-rag", {"retriever": "lexical"}),
+                            token="tls-token-123456")
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(str(cert), str(key))
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.start_in_thread()
+    url = server.url.replace("http://", "https://")
+    try:
+        monkeypatch.setenv("TWIST_HTTP_TOKEN", "tls-token-123456")
+        with pytest.raises(ConnectionError, match="CERTIFICATE_VERIFY_FAILED|certificate"):
+            HttpSystem(url)  # an unknown authority is refused, never silently trusted
+        system = HttpSystem(url, ca_file=str(cert))
+        system.reset("c1")
+        assert system.recall("anything").text
+        system.close()
+    finally:
+        server.stop()

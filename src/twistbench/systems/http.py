@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import ssl
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
@@ -54,10 +55,11 @@ def is_http_spec(spec: str) -> bool:
 
 class HttpSystem(BaseSystem):
     """A memory system behind the HTTP contract. Options: api_key_env, timeout_s,
-    max_response_bytes."""
+    max_response_bytes, ca_file (a PEM bundle that signs a private https server's certificate;
+    default: the system's trusted authorities)."""
 
     def __init__(self, url: str, api_key_env: str = DEFAULT_TOKEN_ENV, timeout_s: float = 60.0,
-                 max_response_bytes: int = 10_000_000) -> None:
+                 max_response_bytes: int = 10_000_000, ca_file: str | None = None) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{url!r} is not an http:// or https:// URL with a host")
@@ -68,6 +70,10 @@ class HttpSystem(BaseSystem):
         self.api_key_env = api_key_env
         self.timeout_s = timeout_s
         self.max_response_bytes = max_response_bytes
+        self.ca_file = ca_file
+        verify: ssl.SSLContext | bool = True  # https: certificates are always checked
+        if ca_file is not None:
+            verify = ssl.create_default_context(cafile=ca_file)
         token = os.environ.get(api_key_env) or None
         self._redactor = Redactor({"token": token} if token else {}, environ={})
         headers = {VERSION_HEADER: CONTRACT_VERSION, "Accept": "application/json"}
@@ -75,7 +81,8 @@ class HttpSystem(BaseSystem):
             headers["Authorization"] = f"Bearer {token}"
         self._has_token = token is not None
         self._client = httpx.Client(base_url=self.url, headers=headers,
-                                    timeout=httpx.Timeout(timeout_s), follow_redirects=False)
+                                    timeout=httpx.Timeout(timeout_s), follow_redirects=False,
+                                    verify=verify)
         self.conversation_id: str | None = None
         described = self._call("capabilities")
         assert isinstance(described, CapabilitiesResponse)
@@ -89,7 +96,8 @@ class HttpSystem(BaseSystem):
     def config(self) -> dict[str, Any]:
         return {"url": self.url, "contract": CONTRACT_VERSION, "api_key_env": self.api_key_env,
                 "key_sent": self._has_token, "timeout_s": self.timeout_s,
-                "max_response_bytes": self.max_response_bytes, "server": self.remote_config}
+                "max_response_bytes": self.max_response_bytes, "ca_file": self.ca_file,
+                "server": self.remote_config}
 
     # -- transport ------------------------------------------------------------------------------
 
