@@ -12,6 +12,8 @@ without any service:
   because Mem0 builds an LLM client at start-up even when infer=False never calls it;
 - no run-time download: Mem0's spaCy loader (entity boosts, BM25 lemmas) is marked unavailable,
   and without its fastembed extra there is no BM25 either, so search ranks by embeddings alone.
+Mem0 itself still keeps a user id and a migrations store under ~/.mem0 on import (the variable
+MEM0_DIR moves them); nothing of a conversation is written there.
 
 With `infer=True` and `llm_base_url` (an OpenAI-compatible endpoint, its key in the
 variable named by `api_key_env`), Mem0 extracts facts with that model instead.
