@@ -56,7 +56,7 @@ class _Instance:
 
 
 class ContractServer(ThreadingHTTPServer):
-    """The HTTP server; `url` is where it listens. Stop it with shutdown() and server_close()."""
+    """The HTTP server; `url` is where it listens (IPv4). Stop it with stop()."""
 
     daemon_threads = True
 
@@ -104,7 +104,7 @@ class ContractServer(ThreadingHTTPServer):
         with self.instances_lock:
             instances, self.instances = list(self.instances.values()), {}
         for inst in instances:
-            _close(inst.system)
+            _close_when_idle(inst)
 
     # -- the calls ------------------------------------------------------------------------------
 
