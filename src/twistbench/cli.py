@@ -578,6 +578,10 @@ def serve(
     openapi: Annotated[bool, typer.Option(
         "--openapi", help="Print the contract's OpenAPI 3.1 document and exit.")] = False,
     log: Annotated[bool, typer.Option(help="Log every request on stderr.")] = False,
+    dataset: Annotated[str | None, typer.Option(
+        "--dataset", "-d", help="For the oracle only: the dataset whose gold it answers "
+        "from.")] = None,
+    locomo: LocomoOpt = None,
 ) -> None:
     """Serve a Python system over the HTTP contract, one instance per conversation
     (`twist run -s http://127.0.0.1:PORT` drives it)."""
@@ -590,8 +594,9 @@ def serve(
                              expected="a built-in name, module:Class or file.py:Class")
         per = parse_options(option, [system])
         _use_options(per)
+        gold = _dataset(dataset, locomo, None, False)[0] if dataset is not None else None
         server = serve_system(system, per[system], host=host, port=port,
-                              api_key_env=api_key_env, log=log)
+                              api_key_env=api_key_env, log=log, gold=gold)
     except InputError as exc:
         _fail_input(exc)
     console.print(f"serving {plain(server.description.name)} (contract "

@@ -11,13 +11,14 @@ import pytest
 from twistbench.datasets.registry import DEFAULT_DATASET, load_dataset
 from twistbench.records import read_records
 from twistbench.runs.runner import RunSettings, run_system
-from twistbench.systems import build_system
+from twistbench.systems import build_system, serve_system
 from twistbench.wire import CONTRACT_VERSION
 from twistbench.wire.server import ContractServer
 
 # What each system's capabilities let run (tracks A and D need tensions and governance).
 TRACKS_RUN = {"flat-rag": {"ingest", "B", "C"}, "fact-rag": {"ingest", "B", "C"},
-              "heuristic": {"ingest", "A", "B", "C", "D"}}
+              "heuristic": {"ingest", "A", "B", "C", "D"},
+              "oracle": {"ingest", "A", "B", "C", "D"}}
 
 
 def _one_conversation_per_item_type(ds):
@@ -31,12 +32,14 @@ def _records(folder):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", ["flat-rag", "fact-rag", "heuristic"])
+@pytest.mark.parametrize("spec", ["flat-rag", "fact-rag", "heuristic", "oracle"])
 def test_identical_item_records_in_process_and_over_http(spec, tmp_path):
     ds = load_dataset(DEFAULT_DATASET)
     settings = RunSettings(conversations=_one_conversation_per_item_type(ds), progress=False)
-    run_system(ds, build_system(spec), tmp_path / "local", spec=spec, settings=settings)
-    server = ContractServer(functools.partial(build_system, spec, {}))
+    gold = spec == "oracle"  # in-process the runner opens its gold channel; served, the server
+    run_system(ds, build_system(spec), tmp_path / "local", spec=spec, settings=settings,
+               gold_channel=gold)
+    server = serve_system(spec, {}, gold=ds if gold else None)
     server.start_in_thread()
     try:
         remote = build_system(server.url)

@@ -20,8 +20,9 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
-from twistbench.contract import MemorySystem
+from twistbench.contract import GoldReader, MemorySystem
 from twistbench.errors import InputError
+from twistbench.model import Dataset
 from twistbench.plugins import entry_points, resolve
 from twistbench.systems.http import HttpSystem, is_http_spec
 from twistbench.wire.server import ContractServer
@@ -126,16 +127,23 @@ def build_system(spec: str, options: dict[str, str] | None = None) -> MemorySyst
 
 
 def serve_system(spec: str, options: dict[str, str], *, host: str = "127.0.0.1", port: int = 0,
-                 api_key_env: str | None = None, log: bool = False) -> ContractServer:
+                 api_key_env: str | None = None, log: bool = False,
+                 gold: Dataset | None = None) -> ContractServer:
     """`twist serve`: a server of the HTTP contract over `spec`, one instance per conversation.
-    InputError for an unknown system, the oracle (its gold channel is not on the wire), an
-    unset token variable or a port that cannot be bound."""
+    gold: the dataset whose gold a gold-channel system (the oracle) receives in every instance,
+    as the runner gives it in-process (the channel itself is not on the wire). InputError for
+    an unknown system, the oracle without gold, an unset token variable or a port that cannot
+    be bound."""
     if not 0 <= port <= 65535:
         raise InputError("--port", f"is {port}", field="port", expected="0 to 65535 (0: any free)")
     _, entry = make_system(spec, options)  # bad input fails here, before anything listens
+    factory: Any = functools.partial(build_system, spec, options)
     if entry.gold_channel:
-        raise InputError(spec, "the oracle reads the gold through a channel the HTTP contract "
-                         "does not carry", field="system", expected="a system without gold")
+        if gold is None:
+            raise InputError(spec, "the oracle answers from the gold, which the HTTP contract "
+                             "does not carry", field="--dataset",
+                             expected="the dataset whose gold it is served with (--dataset)")
+        factory = functools.partial(_with_gold, spec, options, gold)
     token = None
     if api_key_env is not None:
         token = os.environ.get(api_key_env)
@@ -143,12 +151,19 @@ def serve_system(spec: str, options: dict[str, str], *, host: str = "127.0.0.1",
             raise InputError("--api-key-env", f"environment variable {api_key_env} is not set",
                              field="api_key_env", expected="the bearer token callers must send")
     try:
-        return ContractServer(functools.partial(build_system, spec, options), host=host,
-                              port=port, token=token, log=log)
+        return ContractServer(factory, host=host, port=port, token=token, log=log)
     except (OSError, UnicodeError) as exc:  # a port in use, an unknown host name
         raise InputError(f"{host}:{port}", f"cannot listen: {getattr(exc, 'strerror', '') or exc}",
                          field="port", expected="a free port on an address of this machine"
                          ) from None
+
+
+def _with_gold(spec: str, options: dict[str, str], gold: Dataset) -> MemorySystem:
+    """A registered gold-channel system with the gold opened (a copy per instance)."""
+    system = build_system(spec, options)
+    assert isinstance(system, GoldReader)
+    system.receive_gold(gold.model_copy(deep=True))
+    return system
 
 
 def _exc_text(exc: BaseException) -> str:
