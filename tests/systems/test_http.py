@@ -269,3 +269,9 @@ def test_https_with_a_private_authority_and_a_bearer_token(tmp_path, monkeypatch
         system.close()
     finally:
         server.stop()
+
+
+def test_a_server_of_another_contract_version_is_refused(fake, monkeypatch):
+    monkeypatch.setitem(CAPS, "contract", "2")
+    with pytest.raises(InputError, match="the server speaks contract '2'"):
+        make_system(fake.url)
