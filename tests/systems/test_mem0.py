@@ -65,6 +65,14 @@ def test_speakers_are_users_named_by_the_speaker(mem0_demo):
                                                       {e.speaker for e in conv.events})
 
 
+def test_nothing_is_downloaded_at_run_time(mem0_demo):
+    from mem0.utils import spacy_models
+
+    system, _ = mem0_demo
+    assert system.memory.vector_store._get_bm25_encoder() is None  # no fastembed hub model
+    assert spacy_models.get_nlp_full() is None and spacy_models.get_nlp_lemma() is None
+
+
 def test_telemetry_is_off_even_when_mem0_was_imported_first(mem0_demo):
     from mem0.memory import main, telemetry
 

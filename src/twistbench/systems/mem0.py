@@ -10,8 +10,8 @@ without any service:
   HuggingFace embedders download models);
 - telemetry off (MEM0_TELEMETRY=False, set before mem0 is imported) and a dummy API key,
   because Mem0 builds an LLM client at start-up even when infer=False never calls it;
-- no run-time download: Mem0's spaCy loader (entity boosts, BM25 lemmas) is marked unavailable,
-  and without its fastembed extra there is no BM25 either, so search ranks by embeddings alone.
+- no run-time download: Mem0's spaCy loader (entity boosts, BM25 lemmas) and its fastembed BM25
+  encoder (a hub model) are marked unavailable, so search ranks by embeddings alone.
 Mem0 itself still keeps a user id and a migrations store under ~/.mem0 on import (the variable
 MEM0_DIR moves them); nothing of a conversation is written there.
 
@@ -136,6 +136,11 @@ class Mem0System(BaseSystem):
 
         self.close()
         self.memory = Memory.from_config(self._memory_config())
+        store = getattr(self.memory, "vector_store", None)
+        if store is not None and hasattr(store, "_bm25_encoder"):
+            # With fastembed installed, Mem0 would download a BM25 model from a hub at the first
+            # add; False is Mem0's own "tried, unavailable" mark. Offline means no download.
+            store._bm25_encoder = False
         self.conversation_id = conversation_id or "conversation"
         self.sources, self.texts = {}, {}
 
