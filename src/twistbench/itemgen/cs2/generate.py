@@ -1,0 +1,1210 @@
+"""TWIST-CS 2.0: six customer-success workspaces built from hand-written banks, with gold for
+Tracks A-D (whitepaper §4.2, issue 12, keys2 principles).
+
+How a key is made (docs/keys/twist-cs-2.0.md has the full design):
+1. People and workspaces (six customer accounts of one vendor, 6-12 months each).
+2. A dataset-wide plan decided before any text: every Track A topic's target is used twice, as
+   a reversal in one workspace and a hard negative in another; every Track B draft wording is
+   used twice, with the record deciding a different label each time; Track C chains (some of them
+   the record of a Track B draft); Track D plants and recall controls.
+3. Slots first, labels second: an arc's times, gap and channels are drawn from one distribution
+   whatever its label; the label only decides which anchor (and whether an acknowledgement)
+   precedes the same target.
+4. Distractors: the same bank lines said where nothing makes them an item, through the same
+   placement as items.
+5. Background threads (banks/cs/background, shared format) fill each workspace to its size.
+6. Events sorted by time, one session per week, ids "<workspace>:e0000" in order.
+Determinism: every choice comes from a `random.Random` seeded from sha256(seed, purpose); no set
+is iterated; the same seed and banks give byte-identical keys.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+from twistbench.itemgen.cs2.banks import (
+    Banks,
+    Contact,
+    Emotional,
+    Line,
+    Plant,
+    Scenario,
+    Subject,
+    Topic,
+    load_banks,
+)
+from twistbench.itemgen.cs2.text import fill, grammar_problems
+from twistbench.itemgen.cs2.values import ValueSource, date_text
+from twistbench.itemgen.cs2.world import (
+    DAY_MINUTES,
+    EPOCH,
+    MONTHS,
+    WEEKDAYS,
+    Context,
+    Ev,
+    Person,
+    Workspace,
+    colleague,
+    place,
+    place_background,
+    rng_for,
+)
+from twistbench.model import (
+    ChainQuery,
+    Conversation,
+    CrisisPlant,
+    Dataset,
+    Draft,
+    EmotionalHardNegative,
+    Event,
+    FactState,
+    HardNegativeArc,
+    PIIPlant,
+    Probe,
+    ReversalArc,
+    UpdateChain,
+)
+
+NAME = "twist-cs"
+VERSION = "twist-cs-2.0"
+VERSION_CRISIS = "twist-cs-2.0+crisis"
+KEY_FILE = "twist-cs-2.0.json"
+CRISIS_KEY_FILE = "twist-cs-2.0-crisis.json"
+DEFAULT_SEED = 20261201
+
+N_WORKSPACES = 6
+# The CS column of whitepaper §4.3 (emotional negatives: the emotional family of the recall
+# controls; business-contact controls come on top).
+SIZES = {
+    "reversal_arcs": 40, "hard_negative_arcs": 40,
+    "drafts": 120, "drafts_contradicting": 60, "drafts_aligned": 30, "drafts_hard_negative": 30,
+    "update_chains": 60, "chain_queries": 180,
+    "pii_plants": 30, "pii_probes": 60, "crisis_plants": 16, "emotional_negatives": 32,
+    "business_contacts": 16,
+}
+CHAIN_FAMILIES = {"one_update": 24, "two_updates": 18, "coexisting": 18}
+EVENTS_MIN, EVENTS_MAX = 400, 900
+CHANNEL_WEIGHTS = (("slack", 55), ("email", 30), ("call", 15))
+
+
+def _channel(rng: random.Random, allowed: tuple[str, ...] = ("slack", "email", "call")) -> str:
+    chans, weights = zip(*[(c, w) for c, w in CHANNEL_WEIGHTS if c in allowed])
+    return rng.choices(chans, weights=weights)[0]
+
+
+def _kind_of(text: str) -> str:
+    return "question" if text.rstrip().endswith("?") else "statement"
+
+
+def _spread(total: int, n: int, rng: random.Random) -> list[int]:
+    base = [total // n] * n
+    for i in rng.sample(range(n), total % n):
+        base[i] += 1
+    return base
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared build state
+
+
+@dataclass
+class Build:
+    seed: int
+    banks: Banks
+    ctx: Context
+    values: ValueSource
+    vendor: dict[str, Any]
+    include_crisis: bool
+    rev: list[dict[str, Any]] = field(default_factory=list)
+    hn: list[dict[str, Any]] = field(default_factory=list)
+    drafts: list[dict[str, Any]] = field(default_factory=list)
+    chains: list[dict[str, Any]] = field(default_factory=list)
+    pii: list[dict[str, Any]] = field(default_factory=list)
+    controls: list[dict[str, Any]] = field(default_factory=list)
+    crisis: list[dict[str, Any]] = field(default_factory=list)
+    pii_taken: set[str] = field(default_factory=set)
+    usage: Counter[str] = field(default_factory=Counter)  # times each bank line was said
+    dist_channels: dict[str, Counter[str]] = field(default_factory=dict)
+
+
+def _gap_bm(ws: Workspace, rng: random.Random) -> int:
+    """Business minutes between the first and last turn of an arc or chain: days, weeks or
+    months of story time (one distribution for every label)."""
+    bucket = rng.choices(("days", "weeks", "months"), weights=(25, 35, 40))[0]
+    lo, hi = {"days": (2, 9), "weeks": (10, 45), "months": (46, 200)}[bucket]
+    bm = int(rng.randint(lo, hi) * 5 / 7 * DAY_MINUTES)
+    return max(DAY_MINUTES, min(bm, ws.business_minutes - 30 * DAY_MINUTES))
+
+
+def _times(ws: Workspace, rng: random.Random, n: int, gap: int, tail_days: int = 10) -> list[int]:
+    """n increasing business minutes, first and last `gap` apart, leaving `tail_days` at the
+    end of the workspace."""
+    lo = 2 * DAY_MINUTES
+    hi = ws.business_minutes - tail_days * DAY_MINUTES - gap
+    start = rng.randint(lo, max(lo, hi))
+    inner = sorted(rng.sample(range(start + 60, start + gap - 60), n - 2)) if n > 2 else []
+    return [start, *inner, start + gap]
+
+
+def _bdays_after(ws: Workspace, bm: int, rng: random.Random, lo: int, hi: int) -> int:
+    """A business minute lo..hi business days after bm (clipped to the workspace)."""
+    out = (bm // DAY_MINUTES + rng.randint(lo, hi)) * DAY_MINUTES + rng.randint(30, DAY_MINUTES - 60)
+    return min(out, ws.business_minutes - 1)
+
+
+# ---------------------------------------------------------------------------------------------
+# People and workspaces
+
+
+def _workspaces(seed: int, banks: Banks) -> tuple[list[Workspace], list[str]]:
+    pools = banks.pools
+    rng = rng_for(seed, "people")
+    firsts = rng.sample(pools["people"]["first"], N_WORKSPACES * 10)
+    lasts = rng.sample(pools["people"]["last"], N_WORKSPACES * 10)
+    spare = sorted(set(pools["people"]["first"]) - set(firsts))
+    customers = rng_for(seed, "customers").sample(pools["customer"], N_WORKSPACES)
+    vendor = pools["vendor"]
+    out = []
+    k = 0
+    for w, cust in enumerate(customers):
+        wrng = rng_for(seed, "ws", w)
+        months = wrng.randint(6, 12)
+        weeks = round(months * 52 / 12)
+        start = EPOCH + timedelta(weeks=wrng.randint(0, 20))
+        people = []
+        for side, roles in (("vendor", ("csm", "ae", "support_eng", "solutions_eng")),
+                            ("customer", ("champion", "economic_buyer", "admin", "end_user",
+                                          "end_user", "end_user"))):
+            for role in roles:
+                org, domain = ((vendor["name"], vendor["domain"]) if side == "vendor"
+                               else (cust["name"], cust["domain"]))
+                greeting = rng.choice(("Hi", "Hi", "Hello") if side == "vendor"
+                                      else ("Hi", "Hey", "Hello"))
+                people.append(Person(f"{firsts[k]} {lasts[k]}", role, side, org, domain,
+                                     rng.choice(pools["people"]["signoffs"]), greeting))
+                k += 1
+        out.append(Workspace(f"cs-{cust['short']}", cust["name"], cust["short"], cust["domain"],
+                             cust["industry"], start, weeks, people))
+    return out, spare
+
+
+# ---------------------------------------------------------------------------------------------
+# The plan: which workspace gets which item, and which label (before any text)
+
+
+@dataclass
+class ArcUse:
+    topic: Topic
+    ws: int
+    label: str  # reversal | hard_negative
+    hn_type: str = ""  # consistent | ack
+    n_drift: int = 0
+    other_ws: int = -1
+    id: str = ""
+
+
+@dataclass
+class DraftUse:
+    source: Scenario | Subject
+    which: str  # stale | ack
+    ws: int
+    record: str  # keep | change
+    label: str
+    family: str
+    other_ws: int = -1
+    id: str = ""
+    pair: DraftUse | None = None
+
+
+@dataclass
+class ChainPlan:
+    ws: int
+    family: str
+    subject: Subject | None = None
+    draft: DraftUse | None = None
+
+
+@dataclass
+class Plan:
+    arcs: list[ArcUse]
+    drafts: list[DraftUse]
+    chains: list[ChainPlan]
+    plants: list[list[Plant]]
+    emotional: list[list[Emotional]]
+    contacts: list[list[Contact]]
+    crisis: list[list[dict[str, Any]]]
+
+
+def _assign_topics(rng: random.Random, topics: list[Topic]) -> list[tuple[Topic, int, int]]:
+    """Two distinct workspaces per topic, never two topics of one group in a workspace, loads
+    as even as possible."""
+    for _ in range(2000):
+        load = [0] * N_WORKSPACES
+        groups: list[set[str]] = [set() for _ in range(N_WORKSPACES)]
+        order = topics[:]
+        rng.shuffle(order)
+        out = []
+        for t in order:
+            cands = [w for w in range(N_WORKSPACES) if t.group not in groups[w]]
+            if len(cands) < 2:
+                break
+            rng.shuffle(cands)
+            cands.sort(key=lambda w: load[w])
+            a, b = cands[0], cands[1]
+            for w in (a, b):
+                load[w] += 1
+                groups[w].add(t.group)
+            out.append((t, a, b))
+        else:
+            return out
+    raise RuntimeError("could not assign Track A topics to workspaces")
+
+
+def _pair_workspaces(rng: random.Random, n: int, per_ws: int) -> list[tuple[int, int]]:
+    """n pairs of distinct workspaces; each workspace is first `per_ws` times and second
+    `per_ws` times."""
+    for _ in range(2000):
+        first = [w for w in range(N_WORKSPACES) for _ in range(per_ws)]
+        second = first[:]
+        rng.shuffle(first)
+        rng.shuffle(second)
+        for i in range(n):
+            if first[i] == second[i]:
+                js = [j for j in range(n) if second[j] != first[i] and second[i] != first[j]]
+                if js:
+                    j = rng.choice(js)
+                    second[i], second[j] = second[j], second[i]
+        if all(a != b for a, b in zip(first, second)):
+            return list(zip(first, second))
+    raise RuntimeError("could not pair workspaces")
+
+
+def make_plan(seed: int, banks: Banks) -> Plan:
+    rng = rng_for(seed, "plan")
+    # Track A: each topic twice; the label of each use is a coin, balanced per workspace.
+    arcs: list[ArcUse] = []
+    rev_n = [0] * N_WORKSPACES
+    hn_n = [0] * N_WORKSPACES
+    for t, a, b in _assign_topics(rng, banks.topics):
+        def cost(r: int, h: int) -> int:
+            rev_n[r] += 1
+            hn_n[h] += 1
+            c = sum(abs(x - y) for x, y in zip(rev_n, hn_n))
+            rev_n[r] -= 1
+            hn_n[h] -= 1
+            return c
+        options = [(a, b), (b, a)]
+        rng.shuffle(options)
+        r, h = min(options, key=lambda o: cost(*o))
+        rev_n[r] += 1
+        hn_n[h] += 1
+        arcs.append(ArcUse(t, r, "reversal", other_ws=h))
+        arcs.append(ArcUse(t, h, "hard_negative", other_ws=r))
+    hn_types = ["ack"] * (SIZES["hard_negative_arcs"] // 2)
+    hn_types += ["consistent"] * (SIZES["hard_negative_arcs"] - len(hn_types))
+    rng.shuffle(hn_types)
+    for use, ht in zip([u for u in arcs if u.label == "hard_negative"], hn_types):
+        use.hn_type = ht
+    for use in arcs:
+        if use.label == "reversal":
+            use.n_drift = rng.choices((0, 1, 2), weights=(55, 30, 15))[0]
+    # Track B: every draft wording twice, labels decided by the record.
+    skeletons: list[tuple[Scenario | Subject, str]] = []
+    for s in banks.scenarios:
+        skeletons += [(s, "stale"), (s, "ack")]
+    for s in banks.subjects:
+        if s.draft_stale is not None:
+            skeletons += [(s, "stale"), (s, "ack")]
+    stale = [k for k in skeletons if k[1] == "stale"]
+    ack = [k for k in skeletons if k[1] == "ack"]
+    want = SIZES["drafts"] // 4
+    if len(stale) != want or len(ack) != want:
+        raise RuntimeError(f"Track B needs {want} + {want} draft wordings; the banks give "
+                           f"{len(stale)} + {len(ack)}")
+    for _ in range(2000):
+        rng.shuffle(stale)
+        rng.shuffle(ack)
+        drafts: list[DraftUse] = []
+        for group, (lab_keep, lab_change) in ((stale, ("aligned", "contradicting")),
+                                              (ack, ("contradicting", "hard_negative"))):
+            pairs = _pair_workspaces(rng, len(group), len(group) // N_WORKSPACES)
+            for (src, which), (w_keep, w_change) in zip(group, pairs):
+                fam_keep, fam_change = _draft_families(src, which)
+                u_keep = DraftUse(src, which, w_keep, "keep", lab_keep, fam_keep,
+                                  other_ws=w_change)
+                u_change = DraftUse(src, which, w_change, "change", lab_change, fam_change,
+                                    other_ws=w_keep)
+                u_keep.pair, u_change.pair = u_change, u_keep
+                drafts += [u_keep, u_change]
+        # a scenario told without a slot that tells instances apart (the business review)
+        # can be an item at most once per workspace
+        single = [s for s in banks.scenarios if not _distinguishing_slots(s)]
+        if all(len({d.ws for d in drafts if d.source is s}) == 4 for s in single):
+            break
+    else:
+        raise RuntimeError("could not place Track B draft wordings")
+    # Track C: the value drafts whose record changed sit on update chains.
+    hosting = [d for d in drafts if isinstance(d.source, Subject) and d.record == "change"]
+    fams = ["two_updates"] * 10 + ["one_update"] * (len(hosting) - 10)
+    rng.shuffle(fams)
+    chains = [ChainPlan(d.ws, f, d.source, d) for d, f in zip(hosting, fams)]
+    left = {k: v - sum(c.family == k for c in chains) for k, v in CHAIN_FAMILIES.items()}
+    per_ws = sum(CHAIN_FAMILIES.values()) // N_WORKSPACES
+    need = [per_ws - sum(c.ws == w for c in chains) for w in range(N_WORKSPACES)]
+    if min(need) < left["coexisting"] // N_WORKSPACES:
+        raise RuntimeError("too many draft-hosting chains in one workspace")
+    co_each = _spread(left["coexisting"], N_WORKSPACES, rng)
+    rest = ["one_update"] * left["one_update"] + ["two_updates"] * left["two_updates"]
+    rng.shuffle(rest)
+    for w in range(N_WORKSPACES):
+        chains += [ChainPlan(w, "coexisting") for _ in range(co_each[w])]
+        for _ in range(need[w] - co_each[w]):
+            chains.append(ChainPlan(w, rest.pop()))
+    if rest:
+        raise RuntimeError("chain families do not add up")
+    # Track D
+    plants = banks.plants[:]
+    rng.shuffle(plants)
+    plants = plants[:SIZES["pii_plants"]]
+    emotional = banks.emotional[:]
+    rng.shuffle(emotional)
+    emotional = emotional[:SIZES["emotional_negatives"]]
+    contacts = banks.contacts[:]
+    rng.shuffle(contacts)
+    crisis = banks.crisis[:]
+    rng.shuffle(crisis)
+
+    def deal(items: list[Any]) -> list[list[Any]]:
+        counts = _spread(len(items), N_WORKSPACES, rng)
+        out, i = [], 0
+        for c in counts:
+            out.append(items[i:i + c])
+            i += c
+        return out
+
+    return Plan(arcs, drafts, chains, deal(plants), deal(emotional), deal(contacts),
+                deal(crisis[:SIZES["crisis_plants"]]))
+
+
+def _draft_families(src: Scenario | Subject, which: str) -> tuple[str, str]:
+    """(family under the kept record, family under the changed record)."""
+    if which == "ack":
+        return "invented_change", "acknowledges_change"
+    if isinstance(src, Subject):
+        return "consistent", "stale_assumption"
+    return "consistent", ("invented_activity" if src.kind == "event" else "negated_commitment")
+
+
+# ---------------------------------------------------------------------------------------------
+# Saying a bank line
+
+
+def _say(b: Build, ws: Workspace, rng: random.Random, bm: int, channel: str, speaker: Person,
+         lines: list[Line], slots: dict[str, str], kind: str, crisis: bool = False,
+         distractor: bool = False, **kw: Any) -> list[Ev]:
+    """Say bank lines (filled with `slots`) through `place`. A distractor whose words were
+    already said word for word in Slack or a call goes out as an e-mail instead (greeting and
+    sign-off make it a different turn), so that reuse does not make exact duplicates."""
+    texts = [fill(line.text, slots, line.id) for line in lines]
+    if distractor:
+        channel = _distractor_channel(b, ws, rng, any(t in b.ctx.said for t in texts))
+    for line in lines:
+        b.usage[line.id] += 1
+    return place(ws, b.ctx, rng, bm, channel, speaker, texts, kind,
+                 origin="+".join(line.id for line in lines), crisis=crisis, **kw)
+
+
+def _distractor_channel(b: Build, ws: Workspace, rng: random.Random, repeat: bool) -> str:
+    """The channel of a distractor line. Words already said in Slack or a call go out as an
+    e-mail (its greeting and sign-off make a different turn); otherwise the channel whose share
+    of this workspace's distractors lags most behind CHANNEL_WEIGHTS, with some randomness,
+    so that distractors keep the channel mix of item lines."""
+    counts = b.dist_channels.setdefault(ws.id, Counter())
+    if repeat:
+        channel = "email"
+    else:
+        n = sum(counts.values()) + 1
+        total = sum(w for _, w in CHANNEL_WEIGHTS)
+        lag = {c: max(0.02, w / total * n - counts[c]) for c, w in CHANNEL_WEIGHTS}
+        channel = rng.choices(list(lag), weights=list(lag.values()))[0]
+    counts[channel] += 1
+    return channel
+
+
+def _common(b: Build, ws: Workspace) -> dict[str, str]:
+    return {"company": ws.company, "vendor": b.vendor["name"], "product": b.vendor["product"]}
+
+
+# ---------------------------------------------------------------------------------------------
+# Track A: one target, two records
+
+
+def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
+    uses = [u for u in plan.arcs if u.ws == w]
+    for use in uses:
+        ws.claims.add(f"A:{use.topic.group}")
+    for use in uses:
+        t = use.topic
+        rng = rng_for(b.seed, "A", t.id, use.label)
+        speaker = rng.choice(ws.of(t.side, t.roles))
+        gap = _gap_bm(ws, rng)
+        inner_n = use.n_drift if use.label == "reversal" else int(use.hn_type == "ack")
+        bms = _times(ws, rng, 2 + inner_n, gap)
+        ch_anchor, ch_target = _channel(rng), _channel(rng)
+        slots = b.values.arc_slots(rng, ws, speaker, ws.day_of(bms[-1]),
+                                   colleague(ws, rng, speaker).first, b.vendor)
+        contra = use.label == "reversal" or use.hn_type == "ack"
+        anchor_line = rng.choice(t.anchor_contra if contra else t.anchor_consistent)
+        if use.label == "reversal":
+            inner_lines = rng.sample(list(t.drift), inner_n)
+        else:
+            inner_lines = [rng.choice(t.ack)] if inner_n else []
+
+        def say(bm: int, ch: str, line: Line) -> Ev:
+            return _say(b, ws, rng, bm, ch, speaker, [line], slots, _kind_of(line.text))[0]
+
+        anchor_ev = say(bms[0], ch_anchor, anchor_line)
+        inner_evs = [say(bm, _channel(rng), line) for bm, line in zip(bms[1:-1], inner_lines)]
+        target_ev = say(bms[-1], ch_target, t.target)
+        used = sorted({s for line in [anchor_line, *inner_lines, t.target]
+                       for s in _slots(line.text)} - {"company", "vendor", "product"})
+        meta = {"topic_key": t.id, "form": t.form, "target_line": t.target.id,
+                "anchor_line": anchor_line.id, "inner_lines": [x.id for x in inner_lines],
+                "channels": {"anchor": ch_anchor, "target": ch_target},
+                "slots": {k: slots[k] for k in used}, "speaker_role": speaker.role}
+        item = dict(id=use.id, conversation=ws.id, speaker=speaker.name,
+                    topic=t.id.removeprefix("cs.a."), anchor=[anchor_ev], meta=meta)
+        if use.label == "reversal":
+            family = ("drift_flip" if inner_n else
+                      "cross_channel" if ch_anchor != ch_target else "direct")
+            b.rev.append({**item, "family": family, "drift": inner_evs, "reversal": [target_ev],
+                          "paired_negative": _pair_id(plan, use)})
+        else:
+            family = "acknowledged_change" if use.hn_type == "ack" else "consistent_anchor"
+            meta["acknowledgement"] = inner_evs
+            b.hn.append({**item, "family": family, "turns": [target_ev],
+                         "paired_reversal": _pair_id(plan, use)})
+
+
+def _slots(text: str) -> list[str]:
+    from twistbench.itemgen.cs2.text import slots_of
+
+    return slots_of(text)
+
+
+def _pair_id(plan: Plan, use: ArcUse) -> str:
+    for u in plan.arcs:
+        if u.topic is use.topic and u.label != use.label:
+            return u.id
+    raise KeyError(use.topic.id)
+
+
+# ---------------------------------------------------------------------------------------------
+# Track B: one draft wording, two records
+
+
+def _draft_text(ws: Workspace, sender: Person, to: Person, day: date, body: str) -> str:
+    when = f"{WEEKDAYS[day.weekday()]} {day.day} {MONTHS[day.month - 1]} {day.year}"
+    return (f"Draft e-mail to {to.name}, {when}\n\n{sender.greeting} {to.first},\n\n{body}\n\n"
+            f"{sender.signoff}\n{sender.first}")
+
+
+def _add_draft(b: Build, ws: Workspace, use: DraftUse, to: Person, day: date, body: str,
+               evidence: list[Ev], meta: dict[str, Any]) -> None:
+    sender = ws.of(roles=("csm",))[0]
+    line = use.source.draft_stale if use.which == "stale" else use.source.draft_ack
+    assert line is not None
+    last = max(e.ts for e in evidence)
+    if last.date() >= day:
+        raise RuntimeError(f"{use.id}: draft dated {day} does not follow its record ({last})")
+    b.drafts.append(dict(
+        id=use.id, conversation=ws.id, label=use.label, family=use.family, speaker=to.name,
+        text=_draft_text(ws, sender, to, day, body), evidence=evidence,
+        rationale=_rationale(use), meta={
+            "date": day.isoformat(), "draft_line": line.id, "record": use.record,
+            "scenario": use.source.id, "pair": use.pair.id if use.pair else None, **meta}))
+
+
+def _rationale(use: DraftUse) -> str:
+    return {
+        "consistent": "the record says what the draft assumes",
+        "stale_assumption": "the draft uses a value the speaker later changed",
+        "invented_activity": "the draft thanks for something the record says did not happen",
+        "negated_commitment": "the draft assumes a plan the speaker withdrew",
+        "invented_change": "the draft names a change the record never made",
+        "acknowledges_change": "the draft names the change the record made",
+    }[use.family]
+
+
+def _scenario_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
+    sc = use.source
+    assert isinstance(sc, Scenario)
+    rng = rng_for(b.seed, "B", sc.id, use.which, use.record)
+    speaker = rng.choice(ws.of("customer", sc.roles))
+    slots = _scenario_slots(b, ws, rng, sc)
+    if slots is None:
+        raise RuntimeError(f"{ws.id}: {sc.id} is used twice in one workspace")
+    base_bm = rng.randint(3 * DAY_MINUTES, ws.business_minutes - 30 * DAY_MINUTES)
+    if sc.kind == "event":
+        out_bm = _bdays_after(ws, base_bm, rng, 2, 7)
+    else:
+        out_bm = _bdays_after(ws, base_bm, rng, 5, 30)
+    draft_bm = _bdays_after(ws, out_bm, rng, 1, 5)
+    _date_slots(ws, rng, slots, out_bm if sc.kind == "event" else None, draft_bm)
+    base_line = rng.choice(sc.base)
+    out_line = rng.choice(sc.keep if use.record == "keep" else sc.change)
+    base_ev = _say(b, ws, rng, base_bm, _channel(rng), speaker, [base_line], slots,
+                   _kind_of(base_line.text))[0]
+    out_ev = _say(b, ws, rng, out_bm, _channel(rng), speaker, [out_line], slots,
+                  _kind_of(out_line.text))[0]
+    evidence = [out_ev] if use.label == "contradicting" else [base_ev, out_ev]
+    line = sc.draft_stale if use.which == "stale" else sc.draft_ack
+    body = fill(line.text, slots, line.id)
+    _add_draft(b, ws, use, speaker, ws.day_of(draft_bm), body, evidence,
+               {"record_lines": [base_line.id, out_line.id],
+                "slots": {k: slots[k] for k in _slots(line.text) if k in slots}})
+
+
+_DISTINGUISHING = ("team", "feature", "integration")
+
+
+def _distinguishing_slots(sc: Scenario) -> list[str]:
+    lines = [*sc.base, *sc.keep, *sc.change, sc.draft_stale, sc.draft_ack]
+    return [k for k in _DISTINGUISHING if any("{" + k + "}" in x.text for x in lines)]
+
+
+def _scenario_slots(b: Build, ws: Workspace, rng: random.Random, sc: Scenario
+                    ) -> dict[str, str] | None:
+    """Slot values for one telling of a scenario, or None when the workspace has no free
+    instance left: an instance is the scenario and the values of the slots its lines use to
+    tell instances apart (the finance team's training is not the HR team's), so a scenario
+    without such a slot (the business review) is told at most once per workspace."""
+    v = b.values.values
+    keys = _distinguishing_slots(sc)
+    for _ in range(200 if keys else 1):
+        slots = {"team": rng.choice(v["team"]), "feature": rng.choice(v["feature"]),
+                 "integration": rng.choice(v["integration"]), "report": rng.choice(v["report"]),
+                 "n": str(rng.randint(3, 30)), **_common(b, ws)}
+        if ws.claim(":".join(["B", sc.id, *(slots[k] for k in keys)])):
+            return slots
+    return None
+
+
+def _date_slots(ws: Workspace, rng: random.Random, slots: dict[str, str], event_bm: int | None,
+                draft_bm: int) -> None:
+    """{day}: the weekday of the event; {month}: a month after the draft's date."""
+    if event_bm is not None:
+        slots["day"] = WEEKDAYS[ws.day_of(event_bm).weekday()]
+    else:
+        slots["day"] = rng.choice(WEEKDAYS)
+    d = ws.day_of(draft_bm)
+    slots["month"] = MONTHS[(d.month - 1 + rng.randint(1, 3)) % 12]
+
+
+def _claim_subject(ws: Workspace, rng: random.Random, subj: Subject) -> str | None:
+    qs = list(subj.qualifiers)
+    rng.shuffle(qs)
+    for q in qs:
+        if ws.claim(f"C:{subj.id}:{q}"):
+            return q
+    return None
+
+
+def _value_keep_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
+    """A value draft on a record that never changed: a single fact (said once or twice)."""
+    subj = use.source
+    assert isinstance(subj, Subject)
+    rng = rng_for(b.seed, "B", subj.id, use.which, use.record)
+    q = _claim_subject(ws, rng, subj)
+    if q is None:
+        raise RuntimeError(f"{ws.id}: no free qualifier of {subj.id}")
+    speaker = rng.choice(ws.of(subj.side, subj.roles))
+    t0 = rng.randint(3 * DAY_MINUTES, ws.business_minutes - 40 * DAY_MINUTES)
+    t1 = _bdays_after(ws, t0, rng, 5, 30) if rng.random() < 0.5 else None
+    draft_bm = _bdays_after(ws, t1 if t1 is not None else t0, rng, 1, 5)
+    lo = ws.day_of(draft_bm) + timedelta(days=10)
+    taken: set[str] = set()
+    old, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
+    new, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
+    slots = {"q": q, **_common(b, ws)}
+    ch = _channel(rng)
+    evs = _say(b, ws, rng, t0, ch, speaker, [rng.choice(subj.state)], {**slots, "v": old},
+               "fact")
+    if t1 is not None:
+        evs += _say(b, ws, rng, t1, _channel(rng), speaker, [rng.choice(subj.reaffirm)],
+                    {**slots, "v": old}, "fact")
+    line = subj.draft_stale if use.which == "stale" else subj.draft_ack
+    assert line is not None
+    body = fill(line.text, {**slots, "old": old, "v": new}, line.id)
+    _add_draft(b, ws, use, speaker, ws.day_of(draft_bm), body, evs,
+               {"qualifier": q, "old": old, **({"named_new": new} if use.which == "ack" else {})})
+
+
+# ---------------------------------------------------------------------------------------------
+# Track C: update chains, with the distractors recency cannot see through
+
+
+def _chain_values(b: Build, ws: Workspace, rng: random.Random, subj: Subject, bms: list[int],
+                  family: str, not_before: date | None) -> list[tuple[str, list[str]]]:
+    """One value per state. Dates: each after the turn that replaces it (a plan is changed
+    before it happens), after the draft's date when a draft relies on them, and a pilot date
+    before the date for everyone else."""
+    taken: set[str] = set()
+    out = []
+    for i in range(len(bms)):
+        lo = ws.day_of(bms[i + 1] if i + 1 < len(bms) and family != "coexisting" else bms[i])
+        if not_before is not None:
+            lo = max(lo, not_before)
+        lo += timedelta(days=10)
+        if family == "coexisting" and i == 1 and subj.kind == "date":
+            lo = max(lo, _parse_day(out[0][0], ws) + timedelta(days=7))
+        out.append(b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=100)))
+    return out
+
+
+def _parse_day(text: str, ws: Workspace) -> date:
+    """'March 14' (a value this generator wrote) -> the first such date on or after the
+    workspace start."""
+    month, day = text.split()
+    d = date(ws.start.year, MONTHS.index(month) + 1, int(day))
+    return d if d >= ws.start.date() else date(d.year + 1, d.month, d.day)
+
+
+def _date_of_value(text: str, ws: Workspace, after: date) -> date:
+    month, day = text.split()
+    d = date(after.year, MONTHS.index(month) + 1, int(day))
+    return d if d >= after else date(d.year + 1, d.month, d.day)
+
+
+def _pick_subject(b: Build, ws: Workspace, rng: random.Random) -> tuple[Subject, str]:
+    subs = b.banks.subjects[:]
+    rng.shuffle(subs)
+    for s in subs:
+        q = _claim_subject(ws, rng, s)
+        if q is not None:
+            return s, q
+    raise RuntimeError(f"{ws.id}: subject instances exhausted")
+
+
+def _track_c(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
+    for k, cp in enumerate([c for c in plan.chains if c.ws == w]):
+        rng = rng_for(b.seed, "C", ws.id, k)
+        if cp.subject is not None:
+            subj = cp.subject
+            q = _claim_subject(ws, rng, subj)
+            if q is None:
+                raise RuntimeError(f"{ws.id}: no free qualifier of {subj.id}")
+        else:
+            subj, q = _pick_subject(b, ws, rng)
+        _chain(b, ws, rng, subj, q, cp.family, f"{ws.id}:chain-{k + 1:02d}", cp.draft)
+
+
+def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, family: str,
+           chain_id: str, draft: DraftUse | None) -> None:
+    speaker = rng.choice(ws.of(subj.side, subj.roles))
+    n = 3 if family == "two_updates" else 2
+    gap = _gap_bm(ws, rng)
+    bms = _times(ws, rng, n, gap, tail_days=30)
+    draft_bm = _bdays_after(ws, bms[-1], rng, 1, 5) if draft is not None else None
+    not_before = ws.day_of(draft_bm) if draft_bm is not None else None
+    vals = _chain_values(b, ws, rng, subj, bms, family, not_before)
+    base = {"q": q, **_common(b, ws)}
+    state_turns: list[list[Ev]] = []
+    lines = []
+    for i, bm in enumerate(bms):
+        if family == "coexisting":
+            line, slots = subj.coexist[i], {**base, "v": vals[0][0], "v2": vals[1][0]}
+        elif i == 0:
+            line, slots = rng.choice(subj.state), {**base, "v": vals[0][0]}
+        else:
+            line = rng.choice(subj.update)
+            slots = {**base, "v": vals[i][0], "old": vals[i - 1][0]}
+        state_turns.append(_say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, "fact"))
+        lines.append(line.id)
+    tail_kinds: list[str] = []
+    mentions: list[dict[str, Any]] = []
+    if family != "coexisting":
+        r = rng.random()
+        if r < 0.7:
+            tail_kinds = rng.choice([["history"], ["reaffirm", "history"], ["retract", "history"]])
+        elif r < 0.9:
+            tail_kinds = rng.choice([["reaffirm"], ["history", "reaffirm"]])
+        else:
+            tail_kinds = rng.choice([[], ["retract"]])
+    t = bms[-1]
+    taken = {v for v, _ in vals}
+    for kind in tail_kinds:
+        t = _bdays_after(ws, t, rng, 3, 25)
+        if t >= ws.business_minutes - DAY_MINUTES:
+            break
+        day = ws.day_of(t)
+        if kind == "reaffirm":
+            if subj.kind == "date" and _date_of_value(vals[-1][0], ws, ws.day_of(bms[-1])) <= \
+                    day + timedelta(days=3):
+                continue
+            line = rng.choice(subj.reaffirm)
+            state_turns[-1] += _say(b, ws, rng, t, _channel(rng), speaker, [line],
+                                    {**base, "v": vals[-1][0]}, "fact")
+            mentions.append({"kind": "reaffirm", "line": line.id, "turn": state_turns[-1][-1]})
+        elif kind == "history":
+            who = speaker if rng.random() < 0.6 else colleague(ws, rng, speaker)
+            old = rng.choice(vals[:-1])[0]
+            line = rng.choice(subj.history)
+            ev = _say(b, ws, rng, t, _channel(rng), who, [line], {**base, "old": old},
+                      "statement")[0]
+            mentions.append({"kind": "history", "line": line.id, "turn": ev, "value": old})
+        else:
+            x, _ = b.values.value(subj.kind, rng, ws, taken, day + timedelta(days=10),
+                                  day + timedelta(days=100))
+            line = rng.choice(subj.retract)
+            ev = _say(b, ws, rng, t, _channel(rng), speaker, [line], {**base, "x": x},
+                      "statement")[0]
+            mentions.append({"kind": "retract", "line": line.id, "turn": ev, "value": x})
+    co = family == "coexisting"
+    fmt = {**base}
+    queries = [
+        ChainQuery(id=f"{chain_id}:current", kind="current",
+                   text=fill(subj.queries["current_co" if co else "current"], fmt)),
+        ChainQuery(id=f"{chain_id}:history", kind="history",
+                   text=fill(subj.queries["history_co" if co else "history"], fmt)),
+        ChainQuery(id=f"{chain_id}:post_resolution", kind="post_resolution",
+                   text=fill(subj.queries["post_resolution_co" if co else "post_resolution"],
+                             fmt)),
+    ]
+    states = [(v, var, turns, co or i == n - 1)
+              for i, ((v, var), turns) in enumerate(zip(vals, state_turns))]
+    b.chains.append(dict(
+        id=chain_id, conversation=ws.id, speaker=speaker.name, subject=f"{subj.id}: {q}",
+        family=family, states=states, queries=queries,
+        meta={"subject_key": subj.id, "qualifier": q, "lines": lines,
+              "mentions": mentions, "draft": draft.id if draft else None}))
+    if draft is not None:
+        assert draft_bm is not None
+        day = ws.day_of(draft_bm)
+        old, new = vals[-2][0], vals[-1][0]
+        before = [[e for e in turns if e.ts.date() < day] for turns in state_turns]
+        # a contradicting (stale) draft misses the last change; a hard negative relies on both
+        evidence = before[-1] if draft.label == "contradicting" else before[-2] + before[-1]
+        if not evidence:
+            raise RuntimeError(f"{draft.id}: no record turn before the draft's date")
+        line = subj.draft_stale if draft.which == "stale" else subj.draft_ack
+        assert line is not None
+        body = fill(line.text, {**base, "old": old, "v": new}, line.id)
+        _add_draft(b, ws, draft, speaker, day, body, evidence,
+                   {"qualifier": q, "old": old, "new": new, "chain": chain_id})
+
+
+# ---------------------------------------------------------------------------------------------
+# Track D: personal details, business contacts, emotional turns, crisis (opt-in text)
+
+
+def _org(b: Build, ws: Workspace, p: Person) -> str:
+    return b.vendor["name"] if p.side == "vendor" else ws.company
+
+
+def _track_d(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
+    rng = rng_for(b.seed, "D", ws.id)
+    crisis_speakers = rng.sample(ws.people, len(plan.crisis[w]))
+    owners = rng.sample(ws.people, len(plan.plants[w]))
+    probes = b.banks.pii_probes
+    for k, (plant, owner) in enumerate(zip(plan.plants[w], owners)):
+        prng = rng_for(b.seed, "D-plant", plant.id)
+        value, spoken = _plant_value(b, prng, plant, owner)
+        slots = {"value": value, "spoken": spoken, **_common(b, ws)}
+        texts = [Line(plant.id, plant.text)] + ([Line(plant.id + ".2", plant.text2)]
+                                                if plant.text2 else [])
+        bm = prng.randint(2 * DAY_MINUTES, ws.business_minutes - 3 * DAY_MINUTES)
+        kind = "personal" if plant.kind == "other" else "fact"
+        evs = _say(b, ws, prng, bm, _channel(prng, plant.channels), owner, texts, slots, kind)
+        org = _org(b, ws, owner)
+        pslots = {"owner": owner.name, "org": org, **_common(b, ws)}
+        direct = plant.direct or prng.choice(probes[plant.kind])
+        indirect = probes["indirect"][(w + k) % len(probes["indirect"])]
+        item_id = f"{ws.id}:pii-{k + 1:02d}"
+        b.pii.append(dict(
+            id=item_id, conversation=ws.id, kind=plant.kind, value=value, owner=owner.name,
+            turn=evs[-1],
+            probes=[Probe(id=f"{item_id}:direct", kind="direct", text=fill(direct, pslots)),
+                    Probe(id=f"{item_id}:indirect", kind="indirect", text=fill(indirect, pslots))],
+            meta={"form": plant.form, "line": plant.id, "org": org,
+                  "turns": evs if len(evs) > 1 else None}))
+    emo_pool = [p for p in ws.people if p not in crisis_speakers]
+    for k, emo in enumerate(plan.emotional[w]):
+        erng = rng_for(b.seed, "D-emo", emo.id)
+        speaker = erng.choice(emo_pool)
+        org = _org(b, ws, speaker)
+        slots = {"report": erng.choice(b.values.values["report"]),
+                 "pet": erng.choice(b.values.values["pet"]), "day": erng.choice(WEEKDAYS),
+                 "speaker": speaker.name, "org": org, **_common(b, ws)}
+        bm = erng.randint(2 * DAY_MINUTES, ws.business_minutes - 3 * DAY_MINUTES)
+        ev = _say(b, ws, erng, bm, _channel(erng), speaker, [Line(emo.id, emo.text)], slots,
+                  "personal")[0]
+        item_id = f"{ws.id}:emo-{k + 1:02d}"
+        b.controls.append(dict(
+            id=item_id, conversation=ws.id, speaker=speaker.name, turn=ev,
+            probe=Probe(id=f"{item_id}:probe", kind="direct", text=fill(emo.probe, slots)),
+            expected=[fill(e, slots) for e in emo.expected],
+            meta={"family": "emotional", "line": emo.id, "org": org}))
+    for k, contact in enumerate(plan.contacts[w]):
+        crng = rng_for(b.seed, "D-contact", contact.id)
+        item_id = f"{ws.id}:contact-{k + 1:02d}"
+        _contact(b, ws, crng, contact, item_id, probe=True)
+    for k, (plant, speaker) in enumerate(zip(plan.crisis[w], crisis_speakers)):
+        crng = rng_for(b.seed, "D-crisis", plant["id"])
+        helper = colleague(ws, crng, speaker)
+        bm = crng.randint(2 * DAY_MINUTES, ws.business_minutes - 3 * DAY_MINUTES)
+        support = b.banks.crisis_support
+        reply = crng.choice(support["replies"])
+        text = plant["text"] if b.include_crisis else "(crisis plant omitted)"
+        ev = place(ws, b.ctx, crng, bm, crng.choice(("slack", "call")), speaker, [text],
+                   "personal", origin=plant["id"], crisis=True, replier=helper,
+                   reply_text=reply if b.include_crisis else "(omitted)")[0]
+        org = _org(b, ws, speaker)
+        slots = {"speaker": speaker.name, "org": org}
+        item_id = f"{ws.id}:crisis-{k + 1:02d}"
+        b.crisis.append(dict(
+            id=item_id, conversation=ws.id, speaker=speaker.name, turn=ev,
+            probes=[Probe(id=f"{item_id}:direct", kind="direct",
+                          text=fill(support["probes_direct"][k % 2], slots)),
+                    Probe(id=f"{item_id}:indirect", kind="indirect",
+                          text=fill(support["probes_indirect"][k % 2], slots))],
+            key_phrases=list(plant["key_phrases"]), meta={"line": plant["id"], "org": org}))
+
+
+def _plant_value(b: Build, rng: random.Random, plant: Plant, owner: Person) -> tuple[str, str]:
+    if plant.kind == "phone":
+        return b.values.personal_phone(rng, b.pii_taken)
+    if plant.kind == "email":
+        return b.values.personal_email(rng, owner, b.pii_taken)
+    if plant.kind == "address":
+        v = b.values.home_address(rng, b.pii_taken)
+        return v, v
+    return plant.value, plant.value
+
+
+def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item_id: str,
+             probe: bool) -> None:
+    """A business contact said for business use: a recall control when probed."""
+    side = None if contact.side == "any" else contact.side
+    speaker = rng.choice(ws.of(side))
+    mate = colleague(ws, rng, speaker)
+    domain = speaker.domain
+    if contact.kind == "work_email":
+        value = speaker.work_email
+    elif contact.kind == "shared_email":
+        value = f"{contact.local}@{domain}"
+    elif contact.kind == "desk_phone":
+        value = b.values.business_phone(rng, b.pii_taken)
+    elif contact.kind == "office_address":
+        value = (rng.choice(b.vendor["office"]) if speaker.side == "vendor"
+                 else b.values.office_address(rng, b.pii_taken))
+    else:
+        value = mate.work_email
+    org = _org(b, ws, speaker)
+    slots = {"value": value, "colleague_full": mate.name, "speaker": speaker.name, "org": org,
+             **_common(b, ws)}
+    bm = rng.randint(2 * DAY_MINUTES, ws.business_minutes - 3 * DAY_MINUTES)
+    ev = _say(b, ws, rng, bm, _channel(rng), speaker, [Line(contact.id, contact.text)], slots,
+              "fact", distractor=not probe)[0]
+    if probe:
+        b.controls.append(dict(
+            id=item_id, conversation=ws.id, speaker=speaker.name, turn=ev,
+            probe=Probe(id=f"{item_id}:probe", kind="direct", text=fill(contact.probe, slots)),
+            expected=[value],
+            meta={"family": "business_contact", "line": contact.id, "kind": contact.kind,
+                  "org": org}))
+
+
+# ---------------------------------------------------------------------------------------------
+# Distractors: item lines said where they are not items
+
+
+P_STANCE = 1.0  # share of a workspace's free topic groups that get stance lines
+N_STORIES = 40  # Track B plan-and-outcome stories with no draft, per workspace
+N_FACTS = 40  # Track C single facts (other subjects of the same kinds), per workspace
+N_CONTACTS = 6  # business contacts nobody asks about, per workspace
+N_FEELINGS = 8  # emotional turns nobody asks about, per workspace
+# Stance sets said by one speaker where nothing contradicts them (never anchor + target of a
+# reversal): (parts, weight).
+STANCE_SETS = ((("target",), 5), (("contra",), 5), (("consistent",), 5),
+               (("consistent", "target"), 20), (("contra", "drift"), 15),
+               (("contra", "drift", "drift"), 15), (("consistent", "drift", "target"), 20),
+               (("consistent", "consistent", "target"), 15))
+
+
+def _least_used(b: Build, rng: random.Random, lines: list[Line] | tuple[Line, ...]) -> Line:
+    """The line of `lines` said least often so far in the key (ties at random), so that every
+    line is said a few times and none many times."""
+    low = min(b.usage[x.id] for x in lines)
+    pick = rng.choice([x for x in lines if b.usage[x.id] == low])
+    return pick
+
+
+def _distractors(b: Build, ws: Workspace, w: int, spare_emotional: list[Emotional]) -> None:
+    rng = rng_for(b.seed, "distract", ws.id)
+    total = ws.business_minutes
+    groups = sorted({t.group for t in b.banks.topics})
+    for g in groups:
+        if f"A:{g}" in ws.claims or rng.random() > P_STANCE:
+            continue
+        ws.claims.add(f"A:{g}")
+        topics = [x for x in b.banks.topics if x.group == g]
+        t = rng.choice(topics)
+        sets, weights = zip(*STANCE_SETS)
+        parts = rng.choices(sets, weights=weights)[0]
+        speaker = rng.choice(ws.of(t.side, t.roles))
+        bms = _times(ws, rng, len(parts), _gap_bm(ws, rng)) if len(parts) > 1 else \
+            [rng.randint(2 * DAY_MINUTES, total - 2 * DAY_MINUTES)]
+        if len(parts) == 1:
+            bms = bms[:1]
+        elif len(parts) > len(bms):
+            bms = sorted(bms + [bms[0] + 60])
+        slots = b.values.arc_slots(rng, ws, speaker, ws.day_of(bms[-1]),
+                                   colleague(ws, rng, speaker).first, b.vendor)
+        drift_left = list(t.drift)
+        said_ids: set[str] = set()
+        for bm, part in zip(bms, parts):
+            if part == "target":
+                line = t.target
+            elif part == "contra":
+                line = _least_used(b, rng, t.anchor_contra)
+            elif part == "consistent":
+                line = _least_used(b, rng, [x for x in t.anchor_consistent if x.id not in said_ids]
+                                   or t.anchor_consistent)
+            else:
+                line = _least_used(b, rng, drift_left)
+                drift_left.remove(line)
+            said_ids.add(line.id)
+            _say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, _kind_of(line.text),
+                 distractor=True)
+    for _ in range(N_STORIES):
+        low = min(b.usage[sc.id] for sc in b.banks.scenarios)
+        sc = rng.choice([x for x in b.banks.scenarios if b.usage[x.id] == low])
+        b.usage[sc.id] += 1
+        speaker = rng.choice(ws.of("customer", sc.roles))
+        slots = _scenario_slots(b, ws, rng, sc)
+        if slots is None:
+            continue
+        base_bm = rng.randint(3 * DAY_MINUTES, total - 30 * DAY_MINUTES)
+        out_bm = _bdays_after(ws, base_bm, rng, 2, 7 if sc.kind == "event" else 30)
+        _date_slots(ws, rng, slots, out_bm if sc.kind == "event" else None,
+                    _bdays_after(ws, out_bm, rng, 1, 5))
+        outcome = _least_used(b, rng, sc.keep if rng.random() < 0.5 else sc.change)
+        for bm, line in ((base_bm, _least_used(b, rng, sc.base)), (out_bm, outcome)):
+            _say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, _kind_of(line.text), distractor=True)
+    for _ in range(N_FACTS):
+        subj, q = _pick_subject(b, ws, rng)
+        speaker = rng.choice(ws.of(subj.side, subj.roles))
+        bm = rng.randint(2 * DAY_MINUTES, total - 40 * DAY_MINUTES)
+        lo = ws.day_of(bm) + timedelta(days=40)
+        base = {"q": q, **_common(b, ws)}
+        taken: set[str] = set()
+        if rng.random() < 0.2:
+            x, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
+            _say(b, ws, rng, bm, _channel(rng), speaker, [_least_used(b, rng, subj.retract)],
+                 {**base, "x": x}, "statement", distractor=True)
+            continue
+        v, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
+        _say(b, ws, rng, bm, _channel(rng), speaker, [_least_used(b, rng, subj.state)],
+             {**base, "v": v}, "fact", distractor=True)
+        if rng.random() < 0.3:
+            _say(b, ws, rng, _bdays_after(ws, bm, rng, 3, 20), _channel(rng), speaker,
+                 [_least_used(b, rng, subj.reaffirm)], {**base, "v": v}, "fact", distractor=True)
+    for k in range(N_CONTACTS):
+        low = min(b.usage[c.id] for c in b.banks.contacts)
+        contact = rng.choice([c for c in b.banks.contacts if b.usage[c.id] == low])
+        _contact(b, ws, rng, contact, f"{ws.id}:x-contact-{k}", probe=False)
+    feelings = list(spare_emotional)
+    while len(feelings) < N_FEELINGS:
+        free = [e for e in b.banks.emotional if e not in feelings]
+        low = min(b.usage[e.id] for e in free)
+        feelings.append(rng.choice([e for e in free if b.usage[e.id] == low]))
+    for emo in feelings:
+        speaker = rng.choice(ws.people)
+        slots = {"report": rng.choice(b.values.values["report"]),
+                 "pet": rng.choice(b.values.values["pet"]), "day": rng.choice(WEEKDAYS),
+                 **_common(b, ws)}
+        _say(b, ws, rng, rng.randint(2 * DAY_MINUTES, total - 2 * DAY_MINUTES), _channel(rng),
+             speaker, [Line(emo.id, emo.text)], slots, "personal", distractor=True)
+
+
+def _background(b: Build, ws: Workspace, w: int) -> None:
+    """Background threads at random times until the workspace reaches its size."""
+    if not b.banks.background:
+        return
+    rng = rng_for(b.seed, "bg", w)
+    target = rng.randint(EVENTS_MIN + 5, EVENTS_MIN + 60)
+    while sum(not e.crisis for e in ws.events) < target:
+        thread = b.ctx.next_thread(ws, rng, call_host=False)
+        place_background(ws, rng, rng.randint(0, ws.business_minutes - 5 * DAY_MINUTES), thread,
+                         b.banks.pools, b.vendor, b.ctx)
+
+
+# ---------------------------------------------------------------------------------------------
+# Assembly
+
+
+def _ids(evs: list[Ev]) -> list[str]:
+    return [e.id for e in evs]
+
+
+def build(seed: int = DEFAULT_SEED, include_crisis: bool = False,
+          banks: Banks | None = None) -> Dataset:
+    """Generate TWIST-CS 2.0 from the banks. The same seed and banks give the same key bytes.
+
+    include_crisis: add the opt-in crisis plants; every other id and text is the same.
+    banks: the loaded banks (default: load_banks(), the package's own)."""
+    banks = banks if banks is not None else load_banks()
+    workspaces, spare_first = _workspaces(seed, banks)
+    b = Build(seed, banks, Context(banks),
+              ValueSource(banks.pools, spare_first, banks.pools["people"]["last"]),
+              banks.pools["vendor"], include_crisis)
+    for ws in workspaces:
+        ws.said = b.ctx.said
+    plan = make_plan(seed, banks)
+    _assign_ids(plan, workspaces)
+    used_emo = {e.id for per in plan.emotional for e in per}
+    spare = [e for e in banks.emotional if e.id not in used_emo]
+    # items of every workspace first, then distractors, then background: a distractor or a
+    # background thread whose words an item already said goes out another way (see _say)
+    for w, ws in enumerate(workspaces):
+        _track_a(b, ws, w, plan)
+        for use in [u for u in plan.drafts if u.ws == w]:
+            if isinstance(use.source, Scenario):
+                _scenario_draft(b, ws, use)
+            elif use.record == "keep":
+                _value_keep_draft(b, ws, use)
+        _track_c(b, ws, w, plan)
+        _track_d(b, ws, w, plan)
+    for w, ws in enumerate(workspaces):
+        _distractors(b, ws, w, spare[w::N_WORKSPACES])
+    for w, ws in enumerate(workspaces):
+        _background(b, ws, w)
+    return _assemble(b, workspaces, plan)
+
+
+def _assign_ids(plan: Plan, workspaces: list[Workspace]) -> None:
+    for w, ws in enumerate(workspaces):
+        n_rev = n_hn = 0
+        for u in plan.arcs:
+            if u.ws != w:
+                continue
+            if u.label == "reversal":
+                n_rev += 1
+                u.id = f"{ws.id}:rev-{n_rev:02d}"
+            else:
+                n_hn += 1
+                u.id = f"{ws.id}:hn-{n_hn:02d}"
+        k = 0
+        for d in plan.drafts:
+            if d.ws == w:
+                k += 1
+                d.id = f"{ws.id}:draft-{k:02d}"
+
+
+def _assemble(b: Build, workspaces: list[Workspace], plan: Plan) -> Dataset:
+    conversations = []
+    for ws in workspaces:
+        ws.events.sort(key=lambda e: (e.ts, e.seq))
+        for i, ev in enumerate(ws.events):
+            ev.id = f"{ws.id}:e{i:04d}"
+        events = [Event(id=e.id, conversation=ws.id, session=ws.session(e.ts), timestamp=e.ts,
+                        speaker=e.speaker, channel=e.channel, text=e.text, thread=e.thread)
+                  for e in ws.events if b.include_crisis or not e.crisis]
+        conversations.append(Conversation(
+            id=ws.id, speakers=[p.name for p in ws.people], events=events,
+            meta={"company": ws.company, "industry": ws.industry, "domain": ws.domain,
+                  "vendor": b.vendor["name"], "product": b.vendor["product"],
+                  "roles": {p.name: p.role for p in ws.people},
+                  "sides": {p.name: p.side for p in ws.people},
+                  "orgs": {p.name: _org(b, ws, p) for p in ws.people},
+                  "start": ws.start.date().isoformat(), "weeks": ws.weeks}))
+
+    def gap(a: Ev, z: Ev) -> int:
+        return (z.ts - a.ts).days
+
+    def ids_meta(meta: dict[str, Any]) -> dict[str, Any]:
+        return {k: (_ids(v) if isinstance(v, list) and v and isinstance(v[0], Ev) else v)
+                for k, v in meta.items()}
+
+    rev = [ReversalArc(**{**d, "anchor": _ids(d["anchor"]), "drift": _ids(d["drift"]),
+                          "reversal": _ids(d["reversal"]),
+                          "meta": {**ids_meta(d["meta"]),
+                                   "gap_days": gap(d["anchor"][0], d["reversal"][-1])}})
+           for d in b.rev]
+    hn = [HardNegativeArc(**{**d, "anchor": _ids(d["anchor"]), "turns": _ids(d["turns"]),
+                             "meta": {**ids_meta(d["meta"]),
+                                      "gap_days": gap(d["anchor"][0], d["turns"][-1])}})
+          for d in b.hn]
+    drafts = [Draft(**{**d, "evidence": _ids(d["evidence"])}) for d in b.drafts]
+    drafts.sort(key=lambda d: (d.conversation, int(d.id.rsplit("-", 1)[1])))
+    chains = []
+    for d in b.chains:
+        states = [FactState(value=v, variants=var, turns=_ids(turns), current=cur)
+                  for v, var, turns, cur in d["states"]]
+        mentions = [{**m, "turn": m["turn"].id} for m in d["meta"]["mentions"]]
+        first, last = d["states"][0][2][0], d["states"][-1][2][0]
+        chains.append(UpdateChain(**{**d, "states": states, "meta": {
+            **d["meta"], "mentions": mentions, "gap_days": gap(first, last)}}))
+    pii = [PIIPlant(**{**d, "turn": d["turn"].id, "meta": ids_meta(d["meta"])}) for d in b.pii]
+    controls = [EmotionalHardNegative(**{**d, "turn": d["turn"].id}) for d in b.controls]
+    crisis = ([CrisisPlant(**{**d, "turn": d["turn"].id}) for d in b.crisis]
+              if b.include_crisis else [])
+    meta: dict[str, Any] = {
+        "generator": "twistbench.itemgen.cs2", "seed": b.seed, "include_crisis": b.include_crisis,
+        "banks": b.banks.provenance,
+        "background_threads": len(b.banks.background),
+    }
+    if b.include_crisis:
+        meta["content_warning"] = b.banks.crisis_support.get("content_warning", "")
+    ds = Dataset(
+        name=NAME, version=VERSION_CRISIS if b.include_crisis else VERSION, key_sha256="",
+        conversations=conversations, reversal_arcs=rev, hard_negative_arcs=hn, drafts=drafts,
+        update_chains=chains, pii_plants=pii, crisis_plants=crisis,
+        emotional_negatives=controls, meta=meta)
+    check_texts(ds)
+    return ds
+
+
+def check_texts(ds: Dataset) -> None:
+    """Refuse a key whose texts break a grammar rule, or whose query, probe or draft texts
+    repeat (the oracle answers by exact text)."""
+    names = tuple(sorted({c.meta.get("company", "") for c in ds.conversations}))
+    probs = []
+    for c in ds.conversations:
+        for e in c.events:
+            for p in grammar_problems(e.text, names):
+                probs.append(f"{e.id}: {p}: {e.text[:80]!r}")
+    texts: list[tuple[str, str]] = [(d.id, d.text) for d in ds.drafts]
+    texts += [(q.id, q.text) for ch in ds.update_chains for q in ch.queries]
+    texts += [(p.id, p.text) for x in ds.pii_plants for p in x.probes]
+    texts += [(p.id, p.text) for x in ds.crisis_plants for p in x.probes]
+    texts += [(x.probe.id, x.probe.text) for x in ds.emotional_negatives]
+    seen: dict[str, str] = {}
+    for item_id, text in texts:
+        for p in grammar_problems(text, names):
+            probs.append(f"{item_id}: {p}: {text[:80]!r}")
+        if text in seen:
+            probs.append(f"{item_id} repeats the text of {seen[text]}")
+        seen[text] = item_id
+    if probs:
+        raise RuntimeError(f"{len(probs)} text problem(s):\n" + "\n".join(probs[:40]))
+
+
+__all__ = [
+    "CRISIS_KEY_FILE",
+    "DEFAULT_SEED",
+    "KEY_FILE",
+    "NAME",
+    "SIZES",
+    "VERSION",
+    "VERSION_CRISIS",
+    "build",
+    "check_texts",
+    "date_text",
+    "make_plan",
+]
