@@ -54,6 +54,7 @@ class Topic:
     anchor_consistent: tuple[Line, ...]
     ack: tuple[Line, ...]
     drift: tuple[Line, ...]
+    excludes: tuple[str, ...] = ()  # scenario, subject and contact ids never in its workspace
 
 
 @dataclass(frozen=True)
@@ -224,7 +225,7 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
         topics.append(Topic(where, t["group"], t["side"], _roles(a_path, where, t.get("roles")),
                             t["form"], ids.line(a_path, t.get("target"), ITEM_SLOTS, where),
                             lines("anchor_contra"), lines("anchor_consistent"), lines("ack"),
-                            lines("drift")))
+                            lines("drift"), tuple(t.get("excludes", []))))
         if not (topics[-1].anchor_contra and topics[-1].anchor_consistent and topics[-1].ack):
             raise InputError(str(a_path), f"{where}: a topic needs anchor_contra, "
                              "anchor_consistent and ack lines", field=where)

@@ -312,6 +312,8 @@ def make_plan(seed: int, banks: Banks) -> Plan:
     for use in arcs:
         if use.label == "reversal":
             use.n_drift = rng.choices((0, 1, 2), weights=(55, 30, 15))[0]
+    excluded = [{x for u in arcs if u.ws == w for x in u.topic.excludes}
+                for w in range(N_WORKSPACES)]
     # Track B: every draft wording twice, labels decided by the record.
     skeletons: list[tuple[Scenario | Subject, str]] = []
     for s in banks.scenarios:
@@ -325,28 +327,7 @@ def make_plan(seed: int, banks: Banks) -> Plan:
     if len(stale) != want or len(ack) != want:
         raise RuntimeError(f"Track B needs {want} + {want} draft wordings; the banks give "
                            f"{len(stale)} + {len(ack)}")
-    for _ in range(2000):
-        rng.shuffle(stale)
-        rng.shuffle(ack)
-        drafts: list[DraftUse] = []
-        for group, (lab_keep, lab_change) in ((stale, ("aligned", "contradicting")),
-                                              (ack, ("contradicting", "hard_negative"))):
-            pairs = _pair_workspaces(rng, len(group), len(group) // N_WORKSPACES)
-            for (src, which), (w_keep, w_change) in zip(group, pairs):
-                fam_keep, fam_change = _draft_families(src, which)
-                u_keep = DraftUse(src, which, w_keep, "keep", lab_keep, fam_keep,
-                                  other_ws=w_change)
-                u_change = DraftUse(src, which, w_change, "change", lab_change, fam_change,
-                                    other_ws=w_keep)
-                u_keep.pair, u_change.pair = u_change, u_keep
-                drafts += [u_keep, u_change]
-        # a scenario told without a slot that tells instances apart (the business review)
-        # can be an item at most once per workspace
-        single = [s for s in banks.scenarios if not _distinguishing_slots(s)]
-        if all(len({d.ws for d in drafts if d.source is s}) == 4 for s in single):
-            break
-    else:
-        raise RuntimeError("could not place Track B draft wordings")
+    drafts = _place_drafts(rng, stale, ack, banks, excluded)
     # Track C: the value drafts whose record changed sit on update chains.
     hosting = [d for d in drafts if isinstance(d.source, Subject) and d.record == "change"]
     fams = ["two_updates"] * 10 + ["one_update"] * (len(hosting) - 10)
@@ -374,20 +355,93 @@ def make_plan(seed: int, banks: Banks) -> Plan:
     rng.shuffle(emotional)
     emotional = emotional[:SIZES["emotional_negatives"]]
     contacts = banks.contacts[:]
-    rng.shuffle(contacts)
+    for _ in range(2000):
+        rng.shuffle(contacts)
+        dealt = _deal(contacts, rng)
+        if not any(c.id in excluded[w] for w in range(N_WORKSPACES) for c in dealt[w]):
+            break
+    else:
+        raise RuntimeError("could not deal business contacts")
     crisis = banks.crisis[:]
     rng.shuffle(crisis)
 
-    def deal(items: list[Any]) -> list[list[Any]]:
-        counts = _spread(len(items), N_WORKSPACES, rng)
-        out, i = [], 0
-        for c in counts:
-            out.append(items[i:i + c])
-            i += c
-        return out
+    return Plan(arcs, drafts, chains, _deal(plants, rng), _deal(emotional, rng), dealt,
+                _deal(crisis[:SIZES["crisis_plants"]], rng))
 
-    return Plan(arcs, drafts, chains, deal(plants), deal(emotional), deal(contacts),
-                deal(crisis[:SIZES["crisis_plants"]]))
+
+def _deal(items: list[Any], rng: random.Random) -> list[list[Any]]:
+    counts = _spread(len(items), N_WORKSPACES, rng)
+    out, i = [], 0
+    for c in counts:
+        out.append(items[i:i + c])
+        i += c
+    return out
+
+
+def _place_drafts(rng: random.Random, stale: list[tuple[Any, str]], ack: list[tuple[Any, str]],
+                  banks: Banks, excluded: list[set[str]]) -> list[DraftUse]:
+    """Give every draft wording two workspaces, one per record (kept, changed), so that each
+    workspace gets as many of each as every other, no wording meets a record its workspace's
+    stance topics exclude, the two workspaces differ, and a scenario that has no slot telling
+    instances apart is an item at most once per workspace. Local search from a random start."""
+    groups = [stale, ack]
+    per = [len(g) // N_WORKSPACES for g in groups]
+    # pos[g][r][i]: workspace of skeleton i of group g under record r (0 keep, 1 change)
+    pos = []
+    for g, grp in enumerate(groups):
+        pools = []
+        for _ in range(2):
+            pool = [w for w in range(N_WORKSPACES) for _ in range(per[g])]
+            rng.shuffle(pool)
+            pools.append(pool)
+        pos.append(pools)
+    single = {s.id for s in banks.scenarios if not _distinguishing_slots(s)}
+    index = {}
+    for g, grp in enumerate(groups):
+        for i, (src, _) in enumerate(grp):
+            index.setdefault(src.id, []).append((g, i))
+
+    def bad(g: int, i: int) -> int:
+        src = groups[g][i][0]
+        a, z = pos[g][0][i], pos[g][1][i]
+        n = int(a == z) + int(src.id in excluded[a]) + int(src.id in excluded[z])
+        if src.id in single:
+            ws_all = [pos[h][r][j] for h, j in index[src.id] for r in (0, 1)]
+            n += len(ws_all) - len(set(ws_all))
+        return n
+
+    def total() -> int:
+        return sum(bad(g, i) for g in range(2) for i in range(len(groups[g])))
+
+    cost = total()
+    for _ in range(50000):
+        if cost == 0:
+            break
+        viol = [(g, i) for g in range(2) for i in range(len(groups[g])) if bad(g, i)]
+        g, i = rng.choice(viol)
+        r = rng.randrange(2)
+        j = rng.randrange(len(groups[g]))
+        pos[g][r][i], pos[g][r][j] = pos[g][r][j], pos[g][r][i]
+        new = total()
+        if new <= cost:
+            cost = new
+        else:
+            pos[g][r][i], pos[g][r][j] = pos[g][r][j], pos[g][r][i]
+    if cost:
+        raise RuntimeError("could not place Track B draft wordings")
+    drafts: list[DraftUse] = []
+    labels = [("aligned", "contradicting"), ("contradicting", "hard_negative")]
+    for g, grp in enumerate(groups):
+        lab_keep, lab_change = labels[g]
+        for i, (src, which) in enumerate(grp):
+            fam_keep, fam_change = _draft_families(src, which)
+            w_keep, w_change = pos[g][0][i], pos[g][1][i]
+            u_keep = DraftUse(src, which, w_keep, "keep", lab_keep, fam_keep, other_ws=w_change)
+            u_change = DraftUse(src, which, w_change, "change", lab_change, fam_change,
+                                other_ws=w_keep)
+            u_keep.pair, u_change.pair = u_change, u_keep
+            drafts += [u_keep, u_change]
+    return drafts
 
 
 def _draft_families(src: Scenario | Subject, which: str) -> tuple[str, str]:
@@ -446,7 +500,7 @@ def _common(b: Build, ws: Workspace) -> dict[str, str]:
 def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
     uses = [u for u in plan.arcs if u.ws == w]
     for use in uses:
-        ws.claims.add(f"A:{use.topic.group}")
+        _claim_topic(ws, use.topic)
     for use in uses:
         t = use.topic
         rng = rng_for(b.seed, "A", t.id, use.label)
@@ -488,6 +542,22 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
             meta["acknowledgement"] = inner_evs
             b.hn.append({**item, "family": family, "turns": [target_ev],
                          "paired_reversal": _pair_id(plan, use)})
+
+
+def _claim_topic(ws: Workspace, t: Topic) -> None:
+    """A topic takes its group and keeps out what it excludes (X:) from this workspace."""
+    ws.claims.add(f"A:{t.group}")
+    ws.claims.update(f"X:{x}" for x in t.excludes)
+
+
+def _excluded(ws: Workspace, source_id: str) -> bool:
+    return f"X:{source_id}" in ws.claims
+
+
+def _use(ws: Workspace, source_id: str) -> None:
+    """Record that a scenario, subject or contact is used here (U:), so that no stance topic
+    excluding it joins this workspace later."""
+    ws.claims.add(f"U:{source_id}")
 
 
 def _slots(text: str) -> list[str]:
@@ -585,6 +655,9 @@ def _scenario_slots(b: Build, ws: Workspace, rng: random.Random, sc: Scenario
     without such a slot (the business review) is told at most once per workspace."""
     v = b.values.values
     keys = _distinguishing_slots(sc)
+    if _excluded(ws, sc.id):
+        return None
+    _use(ws, sc.id)
     for _ in range(200 if keys else 1):
         slots = {"team": rng.choice(v["team"]), "feature": rng.choice(v["feature"]),
                  "integration": rng.choice(v["integration"]), "report": rng.choice(v["report"]),
@@ -606,10 +679,13 @@ def _date_slots(ws: Workspace, rng: random.Random, slots: dict[str, str], event_
 
 
 def _claim_subject(ws: Workspace, rng: random.Random, subj: Subject) -> str | None:
+    if _excluded(ws, subj.id):
+        return None
     qs = list(subj.qualifiers)
     rng.shuffle(qs)
     for q in qs:
         if ws.claim(f"C:{subj.id}:{q}"):
+            _use(ws, subj.id)
             return q
     return None
 
@@ -680,14 +756,15 @@ def _date_of_value(text: str, ws: Workspace, after: date) -> date:
     return d if d >= after else date(d.year + 1, d.month, d.day)
 
 
-def _pick_subject(b: Build, ws: Workspace, rng: random.Random) -> tuple[Subject, str]:
+def _pick_subject(b: Build, ws: Workspace, rng: random.Random) -> tuple[Subject, str] | None:
+    """A free subject instance of this workspace (None when all are taken)."""
     subs = b.banks.subjects[:]
     rng.shuffle(subs)
     for s in subs:
         q = _claim_subject(ws, rng, s)
         if q is not None:
             return s, q
-    raise RuntimeError(f"{ws.id}: subject instances exhausted")
+    return None
 
 
 def _track_c(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
@@ -699,7 +776,10 @@ def _track_c(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
             if q is None:
                 raise RuntimeError(f"{ws.id}: no free qualifier of {subj.id}")
         else:
-            subj, q = _pick_subject(b, ws, rng)
+            picked = _pick_subject(b, ws, rng)
+            if picked is None:
+                raise RuntimeError(f"{ws.id}: subject instances exhausted")
+            subj, q = picked
         _chain(b, ws, rng, subj, q, cp.family, f"{ws.id}:chain-{k + 1:02d}", cp.draft)
 
 
@@ -889,6 +969,7 @@ def _plant_value(b: Build, rng: random.Random, plant: Plant, owner: Person) -> t
 def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item_id: str,
              probe: bool) -> None:
     """A business contact said for business use: a recall control when probed."""
+    _use(ws, contact.id)
     side = None if contact.side == "any" else contact.side
     speaker = rng.choice(ws.of(side))
     mate = colleague(ws, rng, speaker)
@@ -925,9 +1006,10 @@ def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item
 
 P_STANCE = 1.0  # share of a workspace's free topic groups that get stance lines
 N_STORIES = 40  # Track B plan-and-outcome stories with no draft, per workspace
-N_FACTS = 40  # Track C single facts (other subjects of the same kinds), per workspace
-N_CONTACTS = 6  # business contacts nobody asks about, per workspace
-N_FEELINGS = 8  # emotional turns nobody asks about, per workspace
+N_FACTS = 55  # Track C single facts (other subjects of the same kinds), per workspace
+N_CONTACTS = 8  # business contacts nobody asks about, per workspace
+N_FEELINGS = 10  # emotional turns nobody asks about, per workspace
+N_PERSONAL = 3  # personal details nobody asks about, per workspace
 # Stance sets said by one speaker where nothing contradicts them (never anchor + target of a
 # reversal): (parts, weight).
 STANCE_SETS = ((("target",), 5), (("contra",), 5), (("consistent",), 5),
@@ -951,9 +1033,12 @@ def _distractors(b: Build, ws: Workspace, w: int, spare_emotional: list[Emotiona
     for g in groups:
         if f"A:{g}" in ws.claims or rng.random() > P_STANCE:
             continue
-        ws.claims.add(f"A:{g}")
-        topics = [x for x in b.banks.topics if x.group == g]
+        topics = [x for x in b.banks.topics if x.group == g
+                  and not any(f"U:{e}" in ws.claims for e in x.excludes)]
+        if not topics:
+            continue
         t = rng.choice(topics)
+        _claim_topic(ws, t)
         sets, weights = zip(*STANCE_SETS)
         parts = rng.choices(sets, weights=weights)[0]
         speaker = rng.choice(ws.of(t.side, t.roles))
@@ -997,26 +1082,47 @@ def _distractors(b: Build, ws: Workspace, w: int, spare_emotional: list[Emotiona
         for bm, line in ((base_bm, _least_used(b, rng, sc.base)), (out_bm, outcome)):
             _say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, _kind_of(line.text), distractor=True)
     for _ in range(N_FACTS):
-        subj, q = _pick_subject(b, ws, rng)
+        picked = _pick_subject(b, ws, rng)
+        if picked is None:
+            break
+        subj, q = picked
         speaker = rng.choice(ws.of(subj.side, subj.roles))
         bm = rng.randint(2 * DAY_MINUTES, total - 40 * DAY_MINUTES)
         lo = ws.day_of(bm) + timedelta(days=40)
         base = {"q": q, **_common(b, ws)}
         taken: set[str] = set()
-        if rng.random() < 0.2:
+        r = rng.random()
+        if r < 0.35:
+            # a value floated and withdrawn, or an old value remembered: neither states the
+            # current value, so no chain is made
             x, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
-            _say(b, ws, rng, bm, _channel(rng), speaker, [_least_used(b, rng, subj.retract)],
-                 {**base, "x": x}, "statement", distractor=True)
+            pool, key = (subj.retract, "x") if r < 0.15 else (subj.history, "old")
+            _say(b, ws, rng, bm, _channel(rng), speaker, [_least_used(b, rng, pool)],
+                 {**base, key: x}, "statement", distractor=True)
             continue
         v, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
         _say(b, ws, rng, bm, _channel(rng), speaker, [_least_used(b, rng, subj.state)],
              {**base, "v": v}, "fact", distractor=True)
         if rng.random() < 0.3:
             _say(b, ws, rng, _bdays_after(ws, bm, rng, 3, 20), _channel(rng), speaker,
-                 [_least_used(b, rng, subj.reaffirm)], {**base, "v": v}, "fact", distractor=True)
+                 [_least_used(b, rng, subj.reaffirm)], {**base, "v": v}, "fact",
+                 distractor=True)
+    for _ in range(N_PERSONAL):
+        # personal details nobody asks about: said like plants, never probed
+        low = min(b.usage[p.id] for p in b.banks.plants)
+        plant = rng.choice([p for p in b.banks.plants if b.usage[p.id] == low])
+        owner = rng.choice(ws.people)
+        value, spoken = _plant_value(b, rng, plant, owner)
+        lines = [Line(plant.id, plant.text)] + ([Line(plant.id + ".2", plant.text2)]
+                                                if plant.text2 else [])
+        _say(b, ws, rng, rng.randint(2 * DAY_MINUTES, total - 2 * DAY_MINUTES),
+             _channel(rng, plant.channels), owner, lines,
+             {"value": value, "spoken": spoken, **_common(b, ws)},
+             "personal" if plant.kind == "other" else "fact", distractor=True)
     for k in range(N_CONTACTS):
-        low = min(b.usage[c.id] for c in b.banks.contacts)
-        contact = rng.choice([c for c in b.banks.contacts if b.usage[c.id] == low])
+        free = [c for c in b.banks.contacts if not _excluded(ws, c.id)]
+        low = min(b.usage[c.id] for c in free)
+        contact = rng.choice([c for c in free if b.usage[c.id] == low])
         _contact(b, ws, rng, contact, f"{ws.id}:x-contact-{k}", probe=False)
     feelings = list(spare_emotional)
     while len(feelings) < N_FEELINGS:

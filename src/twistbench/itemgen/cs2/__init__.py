@@ -1,0 +1,75 @@
+"""TWIST-CS 2.0: the customer-success key built from hand-written banks (issue 12).
+
+`build` (generate.py) makes the Dataset; `write_key_2` writes it as a versioned key with its
+sha256; `run_build` is what `twist build cs --version 2.0` does. The design, the label rules and
+the test that enforces each are in docs/keys/twist-cs-2.0.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from twistbench.itemgen.cs2.banks import Banks, load_banks
+from twistbench.itemgen.cs2.generate import (
+    CRISIS_KEY_FILE,
+    DEFAULT_SEED,
+    KEY_FILE,
+    NAME,
+    SIZES,
+    VERSION,
+    VERSION_CRISIS,
+    build,
+)
+from twistbench.model import Dataset
+
+_REPO = Path(__file__).resolve().parents[4]
+
+
+def key_path(include_crisis: bool = False) -> Path:
+    """Where the committed 2.0 key lives in a checkout (data/), or in an installed wheel."""
+    from twistbench.datasets import data_dir  # moves to datasets.paths with the new layout
+
+    return data_dir() / (CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+
+
+def write_dataset(out: Path, dataset: Dataset) -> str:
+    """Write a built dataset as a versioned key (+ .sha256 beside it); return the sha256."""
+    from twistbench.build.key import write_key  # moves to datasets.keyfile with the new layout
+
+    return write_key(out, name=NAME, version=dataset.version,
+                     payload=dataset.model_dump(mode="json"))
+
+
+def write_key_2(out: Path | None = None, seed: int = DEFAULT_SEED, include_crisis: bool = False,
+                banks: Banks | None = None) -> str:
+    """Build TWIST-CS 2.0 and write it; return the key file's sha256. out None: data/ of the
+    checkout."""
+    ds = build(seed=seed, include_crisis=include_crisis, banks=banks)
+    if out is None:
+        out = _REPO / "data" / (CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+    return write_dataset(out, ds)
+
+
+def run_build(out: Path | None = None, seed: int = DEFAULT_SEED, include_crisis: bool = False,
+              console: Any = None) -> str:
+    """What `twist build cs --version 2.0` does: build, write, print counts and the surface
+    report (duplicates, lines used, channel mix). Returns the sha256."""
+    from rich.console import Console
+
+    from twistbench.itemgen.cs2.report import surface_report
+
+    console = console or Console()
+    ds = build(seed=seed, include_crisis=include_crisis)
+    if out is None:
+        out = _REPO / "data" / (CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+    digest = write_dataset(out, ds)
+    console.print(f"[bold]{ds.version}[/bold] -> {out}  sha256 {digest}", highlight=False)
+    console.print(", ".join(f"{k} {v}" for k, v in ds.counts().items()), highlight=False)
+    console.print(surface_report(ds), markup=False, highlight=False)
+    return digest
+
+
+__all__ = ["build", "load_banks", "write_key_2", "write_dataset", "run_build", "key_path",
+           "NAME", "VERSION", "VERSION_CRISIS", "KEY_FILE", "CRISIS_KEY_FILE", "DEFAULT_SEED",
+           "SIZES"]
