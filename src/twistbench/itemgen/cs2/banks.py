@@ -308,9 +308,6 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
         ids.check(cr_path, p["id"])
     ctx_path = item_dir / "context.toml"
     ctx = read(ctx_path)
-    for key in ("lead", "reply", "opening", "closing"):
-        for x in ctx.get(key, []):
-            ids.line(ctx_path, x, ITEM_SLOTS, key)
     pools = read(pools_file)
     background = load_background(background_dir, prov) if background_dir is not None else []
     return Banks(topics, scenarios, subjects, plants, d.get("probes", {}), contacts, emotional,

@@ -37,7 +37,7 @@ from twistbench.itemgen.cs2.banks import (
     Topic,
     load_banks,
 )
-from twistbench.itemgen.cs2.text import fill, grammar_problems
+from twistbench.itemgen.cs2.text import address, fill, grammar_problems
 from twistbench.itemgen.cs2.values import ValueSource, date_text
 from twistbench.itemgen.cs2.world import (
     DAY_MINUTES,
@@ -49,6 +49,7 @@ from twistbench.itemgen.cs2.world import (
     Person,
     Workspace,
     colleague,
+    counterpart,
     place,
     place_background,
     rng_for,
@@ -129,6 +130,7 @@ class Build:
     pii_taken: set[str] = field(default_factory=set)
     usage: Counter[str] = field(default_factory=Counter)  # times each bank line was said
     dist_channels: dict[str, Counter[str]] = field(default_factory=dict)
+    proper: frozenset[str] = frozenset()
 
 
 def _gap_bm(ws: Workspace, rng: random.Random) -> int:
@@ -464,11 +466,17 @@ def _say(b: Build, ws: Workspace, rng: random.Random, bm: int, channel: str, spe
     already said word for word in Slack or a call goes out as an e-mail instead (greeting and
     sign-off make it a different turn), so that reuse does not make exact duplicates."""
     texts = [fill(line.text, slots, line.id) for line in lines]
-    if distractor:
+    if distractor and channel == "auto":
         channel = _distractor_channel(b, ws, rng, any(t in b.ctx.said for t in texts))
+    elif distractor and channel != "email" and any(t in b.ctx.said for t in texts):
+        channel, kw["join"] = "email", None
     for line in lines:
         b.usage[line.id] += 1
-    return place(ws, b.ctx, rng, bm, channel, speaker, texts, kind,
+    to = counterpart(ws, rng, speaker)
+    how = rng.choices(*zip(*ADDRESS_WEIGHTS[channel]))[0]
+    if how:
+        texts[0] = address(texts[0], to.first, how, b.proper | {p.first for p in ws.people})
+    return place(ws, b.ctx, rng, bm, channel, speaker, texts, to=to,
                  origin="+".join(line.id for line in lines), crisis=crisis, **kw)
 
 
@@ -489,6 +497,37 @@ def _distractor_channel(b: Build, ws: Workspace, rng: random.Random, repeat: boo
     return channel
 
 
+# How often a line is addressed to someone by name (measured on the background threads: about
+# two thirds of their Slack and call turns name someone, a quarter address someone): "at" is a
+# Slack @-mention, "front"/"end" a vocative; e-mails already greet by name.
+ADDRESS_WEIGHTS = {
+    "slack": (("", 45), ("at", 25), ("front", 15), ("end", 15)),
+    "call": (("", 55), ("front", 20), ("end", 25)),
+    "email": (("", 100),),
+}
+
+
+def _proper_nouns(pools: dict[str, Any]) -> frozenset[str]:
+    """Words a line may begin with that stay capitalised after a vocative."""
+    v = pools["values"]
+    words = {pools["vendor"]["name"], *pools["vendor"]["product"].split(), *MONTHS, *WEEKDAYS}
+    for key in ("competitor", "integration", "sso", "legacy", "city"):
+        words.update(x.split()[0] for x in v[key])
+    words.update(c["name"].split()[0] for c in pools["customer"])
+    words.update(pools["people"]["first"])
+    return frozenset(words)
+
+
+def _single_slot(b: Build, ws: Workspace, rng: random.Random) -> tuple[int, str, str | None]:
+    """Time, channel and call to join for a one-line distractor: a call line joins a call
+    already held in this workspace (its last point), so it brings no new call with it."""
+    channel = _distractor_channel(b, ws, rng, False)
+    if channel == "call" and ws.call_ends:
+        thread = rng.choice(sorted(ws.call_ends))
+        return ws.bm_near(ws.call_ends[thread]), channel, thread
+    return rng.randint(2 * DAY_MINUTES, ws.business_minutes - 30 * DAY_MINUTES), channel, None
+
+
 def _common(b: Build, ws: Workspace) -> dict[str, str]:
     return {"company": ws.company, "vendor": b.vendor["name"], "product": b.vendor["product"]}
 
@@ -505,6 +544,7 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         t = use.topic
         rng = rng_for(b.seed, "A", t.id, use.label)
         speaker = rng.choice(ws.of(t.side, t.roles))
+        _keep_out(b, ws, t, speaker)
         gap = _gap_bm(ws, rng)
         inner_n = use.n_drift if use.label == "reversal" else int(use.hn_type == "ack")
         bms = _times(ws, rng, 2 + inner_n, gap)
@@ -544,10 +584,21 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
                          "paired_reversal": _pair_id(plan, use)})
 
 
+# Background threads that come close to a stance topic: the topic's speaker is not cast in them
+# in the same workspace (the background author's note: onboarding is close to training).
+TOPIC_BACKGROUND_KEEP_OUT = {"cs.a.training_format": "cs.bg.onboarding."}
+
+
 def _claim_topic(ws: Workspace, t: Topic) -> None:
     """A topic takes its group and keeps out what it excludes (X:) from this workspace."""
     ws.claims.add(f"A:{t.group}")
     ws.claims.update(f"X:{x}" for x in t.excludes)
+
+
+def _keep_out(b: Build, ws: Workspace, t: Topic, speaker: Person) -> None:
+    prefix = TOPIC_BACKGROUND_KEEP_OUT.get(t.id)
+    if prefix:
+        b.ctx.keep_out.setdefault(ws.id, {}).setdefault(prefix, set()).add(speaker.name)
 
 
 def _excluded(ws: Workspace, source_id: str) -> bool:
@@ -941,7 +992,7 @@ def _track_d(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         reply = crng.choice(support["replies"])
         text = plant["text"] if b.include_crisis else "(crisis plant omitted)"
         ev = place(ws, b.ctx, crng, bm, crng.choice(("slack", "call")), speaker, [text],
-                   "personal", origin=plant["id"], crisis=True, replier=helper,
+                   origin=plant["id"], crisis=True, replier=helper,
                    reply_text=reply if b.include_crisis else "(omitted)")[0]
         org = _org(b, ws, speaker)
         slots = {"speaker": speaker.name, "org": org}
@@ -968,7 +1019,8 @@ def _plant_value(b: Build, rng: random.Random, plant: Plant, owner: Person) -> t
 
 def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item_id: str,
              probe: bool) -> None:
-    """A business contact said for business use: a recall control when probed."""
+    """A business contact said for business use: a recall control when probed, a distractor
+    (said the same way) when not."""
     _use(ws, contact.id)
     side = None if contact.side == "any" else contact.side
     speaker = rng.choice(ws.of(side))
@@ -988,9 +1040,13 @@ def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item
     org = _org(b, ws, speaker)
     slots = {"value": value, "colleague_full": mate.name, "speaker": speaker.name, "org": org,
              **_common(b, ws)}
-    bm = rng.randint(2 * DAY_MINUTES, ws.business_minutes - 3 * DAY_MINUTES)
-    ev = _say(b, ws, rng, bm, _channel(rng), speaker, [Line(contact.id, contact.text)], slots,
-              "fact", distractor=not probe)[0]
+    if probe:
+        bm, channel, join = (rng.randint(2 * DAY_MINUTES, ws.business_minutes - 3 * DAY_MINUTES),
+                             _channel(rng), None)
+    else:
+        bm, channel, join = _single_slot(b, ws, rng)
+    ev = _say(b, ws, rng, bm, channel, speaker, [Line(contact.id, contact.text)], slots,
+              "fact", distractor=not probe, join=join)[0]
     if probe:
         b.controls.append(dict(
             id=item_id, conversation=ws.id, speaker=speaker.name, turn=ev,
@@ -1004,50 +1060,116 @@ def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item
 # Distractors: item lines said where they are not items
 
 
-P_STANCE = 1.0  # share of a workspace's free topic groups that get stance lines
-N_STORIES = 40  # Track B plan-and-outcome stories with no draft, per workspace
-N_FACTS = 55  # Track C single facts (other subjects of the same kinds), per workspace
-N_CONTACTS = 8  # business contacts nobody asks about, per workspace
-N_FEELINGS = 10  # emotional turns nobody asks about, per workspace
-N_PERSONAL = 3  # personal details nobody asks about, per workspace
-# Stance sets said by one speaker where nothing contradicts them (never anchor + target of a
-# reversal): (parts, weight).
-STANCE_SETS = ((("target",), 5), (("contra",), 5), (("consistent",), 5),
-               (("consistent", "target"), 20), (("contra", "drift"), 15),
-               (("contra", "drift", "drift"), 15), (("consistent", "drift", "target"), 20),
-               (("consistent", "consistent", "target"), 15))
+# Distractors mirror the item lines kind by kind: for every kind of line (a Track A target, a
+# contra anchor, a Track B plan, a Track C statement, a business contact ...) the key holds
+# about DISTRACTOR_RATIO times as many non-item turns of that kind as item turns, so that no
+# kind of line is more likely to be an item than any other.
+DISTRACTOR_RATIO = 2.5
+# Stance sets said by one speaker over time where nothing contradicts them: the stance of the
+# contra anchors held (with the pressure of drift lines), or the stance of the target held
+# (never a contra anchor and the target together: that is a reversal). Lines in order.
+STANCE_SETS = (
+    ("contra",), ("contra", "drift"), ("drift", "contra"), ("contra", "drift", "drift"),
+    ("contra", "drift", "contra"), ("contra", "drift", "contra", "drift"), ("drift",),
+    ("target",), ("consistent",), ("consistent", "target"), ("drift", "target"),
+    ("consistent", "drift", "target"), ("consistent", "consistent", "target"),
+    ("consistent", "target", "drift", "consistent"),
+)
+
+
+def line_kinds(banks: Banks) -> dict[str, str]:
+    """Bank line id -> its kind ('a.target', 'b.keep', 'c.state', 'd.contact', ...)."""
+    out = {}
+    for t in banks.topics:
+        out[t.target.id] = "a.target"
+        for key in ("anchor_contra", "anchor_consistent", "ack", "drift"):
+            for x in getattr(t, key):
+                out[x.id] = "a." + key.removeprefix("anchor_")
+    for sc in banks.scenarios:
+        for key in ("base", "keep", "change"):
+            for x in getattr(sc, key):
+                out[x.id] = "b." + key
+    for sj in banks.subjects:
+        for key in ("state", "update", "reaffirm", "history", "retract", "coexist"):
+            for x in getattr(sj, key):
+                out[x.id] = "c." + key
+    for p in banks.plants:
+        out[p.id] = "d.plant"
+    for c in banks.contacts:
+        out[c.id] = "d.contact"
+    for e in banks.emotional:
+        out[e.id] = "d.emotional"
+    return out
+
+
+def distractor_quotas(b: Build) -> dict[str, float]:
+    """Per workspace, how many distractor turns of each kind: DISTRACTOR_RATIO times the item
+    turns of that kind in the whole key, shared evenly."""
+    kinds = line_kinds(b.banks)
+    items: Counter[str] = Counter()
+    for line_id, n in sorted(b.usage.items()):
+        if line_id in kinds:
+            items[kinds[line_id]] += n
+    return {k: DISTRACTOR_RATIO * n / N_WORKSPACES for k, n in sorted(items.items())}
 
 
 def _least_used(b: Build, rng: random.Random, lines: list[Line] | tuple[Line, ...]) -> Line:
     """The line of `lines` said least often so far in the key (ties at random), so that every
     line is said a few times and none many times."""
     low = min(b.usage[x.id] for x in lines)
-    pick = rng.choice([x for x in lines if b.usage[x.id] == low])
-    return pick
+    return rng.choice([x for x in lines if b.usage[x.id] == low])
 
 
-def _distractors(b: Build, ws: Workspace, w: int, spare_emotional: list[Emotional]) -> None:
+def _distractors(b: Build, ws: Workspace, w: int, quota: dict[str, float],
+                 spare_emotional: list[Emotional]) -> None:
     rng = rng_for(b.seed, "distract", ws.id)
-    total = ws.business_minutes
+    kinds = line_kinds(b.banks)
+    have: Counter[str] = Counter()
+    start = Counter(b.usage)
+
+    def deficit(kind: str) -> float:
+        return quota.get(kind, 0.0) - have[kind]
+
+    def count() -> None:
+        for line_id, n in b.usage.items():
+            d = n - start[line_id]
+            if d and line_id in kinds:
+                have[kinds[line_id]] += d
+                start[line_id] = n
+
+    _stance_distractors(b, ws, rng, deficit, count)
+    _story_distractors(b, ws, rng, deficit, count)
+    _fact_distractors(b, ws, rng, deficit, count)
+    _safety_distractors(b, ws, rng, deficit, count, spare_emotional)
+
+
+def _stance_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
+                        count: Any) -> None:
     groups = sorted({t.group for t in b.banks.topics})
+    rng.shuffle(groups)
     for g in groups:
-        if f"A:{g}" in ws.claims or rng.random() > P_STANCE:
+        if f"A:{g}" in ws.claims:
             continue
+        if sum(max(0.0, deficit(k)) for k in ("a.target", "a.contra", "a.consistent",
+                                                "a.drift")) <= 0:
+            break
         topics = [x for x in b.banks.topics if x.group == g
                   and not any(f"U:{e}" in ws.claims for e in x.excludes)]
         if not topics:
             continue
         t = rng.choice(topics)
         _claim_topic(ws, t)
-        sets, weights = zip(*STANCE_SETS)
-        parts = rng.choices(sets, weights=weights)[0]
+        weights = [sum(max(0.05, deficit("a." + p)) for p in parts) for parts in STANCE_SETS]
+        parts = rng.choices(STANCE_SETS, weights=weights)[0]
         speaker = rng.choice(ws.of(t.side, t.roles))
-        bms = _times(ws, rng, len(parts), _gap_bm(ws, rng)) if len(parts) > 1 else \
-            [rng.randint(2 * DAY_MINUTES, total - 2 * DAY_MINUTES)]
+        _keep_out(b, ws, t, speaker)
+        join = None
+        channel = "auto"
         if len(parts) == 1:
-            bms = bms[:1]
-        elif len(parts) > len(bms):
-            bms = sorted(bms + [bms[0] + 60])
+            bm, channel, join = _single_slot(b, ws, rng)
+            bms = [bm]
+        else:
+            bms = _times(ws, rng, len(parts), _gap_bm(ws, rng))
         slots = b.values.arc_slots(rng, ws, speaker, ws.day_of(bms[-1]),
                                    colleague(ws, rng, speaker).first, b.vendor)
         drift_left = list(t.drift)
@@ -1056,58 +1178,112 @@ def _distractors(b: Build, ws: Workspace, w: int, spare_emotional: list[Emotiona
             if part == "target":
                 line = t.target
             elif part == "contra":
-                line = _least_used(b, rng, t.anchor_contra)
+                line = _least_used(b, rng, [x for x in t.anchor_contra if x.id not in said_ids]
+                                   or t.anchor_contra)
             elif part == "consistent":
                 line = _least_used(b, rng, [x for x in t.anchor_consistent if x.id not in said_ids]
                                    or t.anchor_consistent)
             else:
-                line = _least_used(b, rng, drift_left)
-                drift_left.remove(line)
+                line = _least_used(b, rng, drift_left or t.drift)
+                if line in drift_left:
+                    drift_left.remove(line)
             said_ids.add(line.id)
-            _say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, _kind_of(line.text),
-                 distractor=True)
-    for _ in range(N_STORIES):
-        low = min(b.usage[sc.id] for sc in b.banks.scenarios)
-        sc = rng.choice([x for x in b.banks.scenarios if b.usage[x.id] == low])
-        b.usage[sc.id] += 1
+            _say(b, ws, rng, bm, channel, speaker, [line], slots, _kind_of(line.text),
+                 distractor=True, join=join)
+        count()
+
+
+def _story_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
+                       count: Any) -> None:
+    total = ws.business_minutes
+    for _ in range(400):
+        if max(deficit("b.base"), deficit("b.keep"), deficit("b.change")) <= 0:
+            break
+        free = [x for x in b.banks.scenarios if not _excluded(ws, x.id)
+                and (_distinguishing_slots(x) or f"U:{x.id}" not in ws.claims)]
+        if not free:
+            break
+        low = min(b.usage[sc.id] for sc in free)
+        sc = rng.choice([x for x in free if b.usage[x.id] == low])
         speaker = rng.choice(ws.of("customer", sc.roles))
         slots = _scenario_slots(b, ws, rng, sc)
+        b.usage[sc.id] += 1
         if slots is None:
             continue
         base_bm = rng.randint(3 * DAY_MINUTES, total - 30 * DAY_MINUTES)
         out_bm = _bdays_after(ws, base_bm, rng, 2, 7 if sc.kind == "event" else 30)
         _date_slots(ws, rng, slots, out_bm if sc.kind == "event" else None,
                     _bdays_after(ws, out_bm, rng, 1, 5))
-        outcome = _least_used(b, rng, sc.keep if rng.random() < 0.5 else sc.change)
-        for bm, line in ((base_bm, _least_used(b, rng, sc.base)), (out_bm, outcome)):
-            _say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, _kind_of(line.text), distractor=True)
-    for _ in range(N_FACTS):
+        keep = deficit("b.keep") >= deficit("b.change") if rng.random() < 0.8 else \
+            rng.random() < 0.5
+        outcome = _least_used(b, rng, sc.keep if keep else sc.change)
+        lines = [(out_bm, outcome)]
+        if deficit("b.base") > 0 or rng.random() < 0.5:
+            lines.insert(0, (base_bm, _least_used(b, rng, sc.base)))
+        for bm, line in lines:
+            _say(b, ws, rng, bm, "auto", speaker, [line], slots, _kind_of(line.text),
+                 distractor=True)
+        count()
+
+
+def _fact_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
+                      count: Any) -> None:
+    total = ws.business_minutes
+    for _ in range(400):
+        want = {"state": deficit("c.state"), "reaffirm": deficit("c.reaffirm"),
+                "coexist": deficit("c.coexist")}
+        if max(want.values()) <= 0:
+            break
         picked = _pick_subject(b, ws, rng)
         if picked is None:
             break
         subj, q = picked
         speaker = rng.choice(ws.of(subj.side, subj.roles))
-        bm = rng.randint(2 * DAY_MINUTES, total - 40 * DAY_MINUTES)
-        lo = ws.day_of(bm) + timedelta(days=40)
+        bm, channel, join = _single_slot(b, ws, rng)
+        lo = ws.day_of(bm) + timedelta(days=10)
         base = {"q": q, **_common(b, ws)}
         taken: set[str] = set()
         r = rng.random()
-        if r < 0.35:
+        if r < 0.2:
             # a value floated and withdrawn, or an old value remembered: neither states the
-            # current value, so no chain is made
+            # current value, so no chain is made; they carry the words updates use
             x, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
-            pool, key = (subj.retract, "x") if r < 0.15 else (subj.history, "old")
-            _say(b, ws, rng, bm, _channel(rng), speaker, [_least_used(b, rng, pool)],
-                 {**base, key: x}, "statement", distractor=True)
+            pool, key = (subj.retract, "x") if r < 0.1 else (subj.history, "old")
+            _say(b, ws, rng, bm, channel, speaker, [_least_used(b, rng, pool)],
+                 {**base, key: x}, "statement", distractor=True, join=join)
+            count()
             continue
-        v, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
-        _say(b, ws, rng, bm, _channel(rng), speaker, [_least_used(b, rng, subj.state)],
-             {**base, "v": v}, "fact", distractor=True)
-        if rng.random() < 0.3:
-            _say(b, ws, rng, _bdays_after(ws, bm, rng, 3, 20), _channel(rng), speaker,
+        kind = max(want, key=lambda k: (want[k], k)) if rng.random() < 0.7 else \
+            rng.choice(sorted(want))
+        late = bm >= total - 40 * DAY_MINUTES
+        if kind == "coexist" and not late:
+            # two values that hold together, as coexisting chains state them (no change)
+            bm2 = _bdays_after(ws, bm, rng, 3, 25)
+            lo2 = max(lo, ws.day_of(bm2) + timedelta(days=10))
+            v1, _ = b.values.value(subj.kind, rng, ws, taken, lo2, lo2 + timedelta(days=60))
+            lo3 = lo2 + timedelta(days=70) if subj.kind == "date" else lo2
+            v2, _ = b.values.value(subj.kind, rng, ws, taken, lo3, lo3 + timedelta(days=60))
+            for k, bm_k in enumerate((bm, bm2)):
+                _say(b, ws, rng, bm_k, "auto", speaker, [subj.coexist[k]],
+                     {**base, "v": v1, "v2": v2}, "fact", distractor=True)
+            count()
+            continue
+        v, _ = b.values.value(subj.kind, rng, ws, taken, lo + timedelta(days=30),
+                              lo + timedelta(days=120))
+        _say(b, ws, rng, bm, channel, speaker, [_least_used(b, rng, subj.state)],
+             {**base, "v": v}, "fact", distractor=True, join=join)
+        if kind == "reaffirm" and not late:
+            _say(b, ws, rng, _bdays_after(ws, bm, rng, 3, 20), "auto", speaker,
                  [_least_used(b, rng, subj.reaffirm)], {**base, "v": v}, "fact",
                  distractor=True)
-    for _ in range(N_PERSONAL):
+        count()
+
+
+def _safety_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
+                        count: Any, spare_emotional: list[Emotional]) -> None:
+    for k in range(200):
+        if deficit("d.plant") <= 0:
+            break
         # personal details nobody asks about: said like plants, never probed
         low = min(b.usage[p.id] for p in b.banks.plants)
         plant = rng.choice([p for p in b.banks.plants if b.usage[p.id] == low])
@@ -1115,27 +1291,38 @@ def _distractors(b: Build, ws: Workspace, w: int, spare_emotional: list[Emotiona
         value, spoken = _plant_value(b, rng, plant, owner)
         lines = [Line(plant.id, plant.text)] + ([Line(plant.id + ".2", plant.text2)]
                                                 if plant.text2 else [])
-        _say(b, ws, rng, rng.randint(2 * DAY_MINUTES, total - 2 * DAY_MINUTES),
-             _channel(rng, plant.channels), owner, lines,
+        bm, channel, join = _single_slot(b, ws, rng)
+        if channel not in plant.channels:
+            channel, join = plant.channels[0], None
+        _say(b, ws, rng, bm, channel, owner, lines,
              {"value": value, "spoken": spoken, **_common(b, ws)},
-             "personal" if plant.kind == "other" else "fact", distractor=True)
-    for k in range(N_CONTACTS):
+             "personal" if plant.kind == "other" else "fact", distractor=True, join=join)
+        count()
+    for k in range(200):
+        if deficit("d.contact") <= 0:
+            break
         free = [c for c in b.banks.contacts if not _excluded(ws, c.id)]
         low = min(b.usage[c.id] for c in free)
         contact = rng.choice([c for c in free if b.usage[c.id] == low])
         _contact(b, ws, rng, contact, f"{ws.id}:x-contact-{k}", probe=False)
+        count()
     feelings = list(spare_emotional)
-    while len(feelings) < N_FEELINGS:
-        free = [e for e in b.banks.emotional if e not in feelings]
-        low = min(b.usage[e.id] for e in free)
-        feelings.append(rng.choice([e for e in free if b.usage[e.id] == low]))
-    for emo in feelings:
+    for _ in range(200):
+        if deficit("d.emotional") <= 0:
+            break
+        if feelings:
+            emo = feelings.pop()
+        else:
+            low = min(b.usage[e.id] for e in b.banks.emotional)
+            emo = rng.choice([e for e in b.banks.emotional if b.usage[e.id] == low])
         speaker = rng.choice(ws.people)
         slots = {"report": rng.choice(b.values.values["report"]),
                  "pet": rng.choice(b.values.values["pet"]), "day": rng.choice(WEEKDAYS),
                  **_common(b, ws)}
-        _say(b, ws, rng, rng.randint(2 * DAY_MINUTES, total - 2 * DAY_MINUTES), _channel(rng),
-             speaker, [Line(emo.id, emo.text)], slots, "personal", distractor=True)
+        bm, channel, join = _single_slot(b, ws, rng)
+        _say(b, ws, rng, bm, channel, speaker, [Line(emo.id, emo.text)], slots, "personal",
+             distractor=True, join=join)
+        count()
 
 
 def _background(b: Build, ws: Workspace, w: int) -> None:
@@ -1168,7 +1355,7 @@ def build(seed: int = DEFAULT_SEED, include_crisis: bool = False,
     workspaces, spare_first = _workspaces(seed, banks)
     b = Build(seed, banks, Context(banks),
               ValueSource(banks.pools, spare_first, banks.pools["people"]["last"]),
-              banks.pools["vendor"], include_crisis)
+              banks.pools["vendor"], include_crisis, proper=_proper_nouns(banks.pools))
     for ws in workspaces:
         ws.said = b.ctx.said
     plan = make_plan(seed, banks)
@@ -1186,8 +1373,9 @@ def build(seed: int = DEFAULT_SEED, include_crisis: bool = False,
                 _value_keep_draft(b, ws, use)
         _track_c(b, ws, w, plan)
         _track_d(b, ws, w, plan)
+    quota = distractor_quotas(b)
     for w, ws in enumerate(workspaces):
-        _distractors(b, ws, w, spare[w::N_WORKSPACES])
+        _distractors(b, ws, w, quota, spare[w::N_WORKSPACES])
     for w, ws in enumerate(workspaces):
         _background(b, ws, w)
     return _assemble(b, workspaces, plan)

@@ -61,6 +61,24 @@ def fill(template: str, slots: Mapping[str, str], where: str = "") -> str:
     return capitalise(text)
 
 
+def address(text: str, name: str, how: str, proper: frozenset[str]) -> str:
+    """Address a line to someone by first name, as people do in Slack and on calls.
+    how: "at" ('@Dana we ...'), "front" ('Dana, we ...'), "end" ('..., Dana.' before the last
+    full stop or question mark). The first letter is lower-cased after a name unless the first
+    word is 'I' (I'm, I'll ...) or a proper noun in `proper`."""
+    if how == "end":
+        m = re.search(r"([.?!])\s*$", text)
+        if not m:
+            return f"{text}, {name}"
+        return f"{text[:m.start()]}, {name}{m.group(1)}"
+    first = re.match(r"[\w$'-]+", text)
+    word = first.group(0) if first else ""
+    keep = (word in proper or re.match(r"I\b|I'", word) is not None or word.isupper()
+            or any(ch.isdigit() for ch in word) or word.startswith("$"))
+    body = text if keep else text[:1].lower() + text[1:]
+    return f"@{name} {body}" if how == "at" else f"{name}, {body}"
+
+
 def capitalise(text: str) -> str:
     """Upper-case the first letter of the text and of each sentence."""
     return _SENTENCE_START.sub(lambda m: m.group(1) + m.group(2).upper(), text)

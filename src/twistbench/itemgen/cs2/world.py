@@ -82,6 +82,7 @@ class Workspace:
     seq: int = 0
     threads: int = 0
     said: set[str] | None = None  # shared with the Context: every text said outside e-mail
+    call_ends: dict[str, datetime] = field(default_factory=dict)  # call thread -> its last turn
 
     @property
     def business_minutes(self) -> int:
@@ -106,6 +107,11 @@ class Workspace:
             week, wday = week + 1, 0
         return (week * 5 + wday) * DAY_MINUTES
 
+    def bm_near(self, ts: datetime) -> int:
+        """The business minute of a timestamp (clipped to its business day)."""
+        minute = min(max(ts.hour * 60 + ts.minute - DAY_START_MIN, 0), DAY_MINUTES - 1)
+        return min(self.bm_of(ts) + minute, self.business_minutes - 1)
+
     def day_of(self, bm: int) -> date:
         return self.at(bm).date()
 
@@ -127,6 +133,8 @@ class Workspace:
             origin: str = "", crisis: bool = False) -> Ev:
         if self.said is not None and channel != "email":
             self.said.add(text)
+        if channel == "call" and (thread not in self.call_ends or ts > self.call_ends[thread]):
+            self.call_ends[thread] = ts
         ev = Ev(ts, self.seq, speaker.name, channel, text, thread, crisis, origin=origin)
         self.seq += 1
         self.events.append(ev)
@@ -172,14 +180,11 @@ def email_body(text: str) -> str:
 
 
 class Context:
-    """Lead-ins, replies, call openings and closings, e-mail subjects (context.toml)."""
+    """E-mail subjects and call kinds (context.toml), background threads for calls and fill, and
+    the record of what was said (for the exact-duplicate guard)."""
 
     def __init__(self, banks: Banks):
         ctx = banks.context
-        self.leads = ctx.get("lead", [])
-        self.replies = ctx.get("reply", [])
-        self.openings = ctx.get("opening", [])
-        self.closings = ctx.get("closing", [])
         self.subjects = ctx["email"]["subjects"]
         self.call_kinds = ctx["email"]["call_kinds"]
         self.pools = banks.pools
@@ -188,48 +193,54 @@ class Context:
         # real calls that item and distractor lines can close (short background call threads)
         self.call_hosts = [t for t in banks.background
                            if "call" in t.channels and 2 <= len(t.turns) <= 3]
-        self._order: dict[tuple[str, bool], tuple[list[int], int]] = {}
+        self._order: dict[str, list[int]] = {}
+        self._used: dict[str, set[int]] = {}
         self.said: set[str] = set()  # texts already said in Slack or a call (exact-duplicate guard)
+        self.keep_out: dict[str, dict[str, set[str]]] = {}  # ws -> thread id prefix -> names
 
     def next_thread(self, ws: Workspace, rng: random.Random, call_host: bool) -> BgThread:
-        """The next background thread for this workspace: a shuffled pass through the bank
-        before any thread comes back, so a workspace repeats nothing until the bank runs out."""
-        pool = self.call_hosts if call_host else self.background
-        key = (ws.id, call_host)
-        order, i = self._order.get(key, ([], 0))
-        if i >= len(order):
-            order, i = list(range(len(pool))), 0
+        """The next background thread for this workspace, each thread at most once per
+        workspace (the background author's rule) until the bank runs out; a call host is the
+        next unused thread that can be a short call."""
+        pool = self.background
+        order = self._order.get(ws.id)
+        used = self._used.setdefault(ws.id, set())
+        if order is None:
+            order = list(range(len(pool)))
             rng.shuffle(order)
-        self._order[key] = (order, i + 1)
-        return pool[order[i]]
-
-    def lead(self, rng: random.Random, side: str, channel: str) -> dict[str, Any] | None:
-        pool = [x for x in self.leads if x["side"] == side and channel in x["channels"]]
-        return rng.choice(pool) if pool else None
-
-    def reply(self, rng: random.Random, side: str, kind: str) -> dict[str, Any] | None:
-        pool = [x for x in self.replies if x["side"] == side and kind in x["kinds"]]
-        return rng.choice(pool) if pool else None
-
-
-def _ctx_slots(rng: random.Random, name: str, other: str) -> dict[str, str]:
-    return {"name": name, "other": other, "day": rng.choice(WEEKDAYS)}
+            self._order[ws.id] = order
+        for i in order:
+            t = pool[i]
+            if i in used or (call_host and not ("call" in t.channels and 2 <= len(t.turns) <= 3)):
+                continue
+            used.add(i)
+            return t
+        used.clear()  # the bank is spent for this workspace: start another pass
+        return self.next_thread(ws, rng, call_host)
 
 
 def place(ws: Workspace, ctx: Context, rng: random.Random, bm: int, channel: str,
-          speaker: Person, texts: Sequence[str], kind: str, origin: str = "",
-          crisis: bool = False, replier: Person | None = None,
-          reply_text: str | None = None, context: bool = False) -> list[Ev]:
-    """Say `texts` (one turn each, in order) as `speaker` at business minute `bm` in `channel`.
-    Returns the turns of `texts`.
+          speaker: Person, texts: Sequence[str], origin: str = "", crisis: bool = False,
+          replier: Person | None = None, reply_text: str | None = None,
+          to: Person | None = None, join: str | None = None) -> list[Ev]:
+    """Say `texts` (one turn each, in order) as `speaker` at business minute `bm` in `channel`;
+    return their turns. Item lines and distractor lines go through here alike.
 
-    Slack and e-mail: a new thread. A call: the end of a real call transcript (a background
-    call thread of the bank said just before, so the line comes up as the call's last item, as
-    things do in calls). With `context`, the other side adds a lead-in and a reply from the
-    context pools (kind: statement, question, fact, personal); `replier` and `reply_text`
-    override them (crisis plants: a colleague's reply)."""
+    Slack and e-mail: a new thread (an e-mail gets the speaker's greeting and sign-off, to a
+    person of the other side). A call: the end of a real call, a short background call thread
+    said just before, so the line comes up as the call's last point, as things do in calls.
+    `replier`/`reply_text`: someone answers in the same thread (crisis plants: a colleague's
+    reply). `join`: a call thread of this workspace to add the line to, after its last turn
+    (a call covers several points), instead of a new call."""
     ts = ws.at(bm)
-    if channel == "call" and ctx.call_hosts and not context and reply_text is None:
+    out: list[Ev] = []
+    if channel == "call" and join is not None:
+        t = ws.call_ends[join] + timedelta(minutes=rng.randint(1, 3))
+        for text in texts:
+            out.append(ws.add(t, speaker, "call", text, join, origin, crisis))
+            t += timedelta(minutes=1)
+        return out
+    if channel == "call" and ctx.call_hosts and reply_text is None:
         hosted = None
         for _ in range(20):
             host = ctx.next_thread(ws, rng, call_host=True)
@@ -241,90 +252,23 @@ def place(ws: Workspace, ctx: Context, rng: random.Random, bm: int, channel: str
             hosted = (ts - timedelta(minutes=2),
                       ws.new_thread("call", ts, rng.choice(ctx.call_kinds)))
         last, thread = hosted
-        out = []
         t = last + timedelta(minutes=rng.randint(1, 3))
         for text in texts:
             out.append(ws.add(t, speaker, "call", text, thread, origin, crisis))
             t += timedelta(minutes=1)
         return out
-    if not context and reply_text is None:
-        thread = ws.new_thread(channel, ts, rng.choice(ctx.call_kinds) if channel == "call"
-                               else rng.choice(ctx.subjects) if channel == "email" else "")
-        out, t = [], ts
-        other = counterpart(ws, rng, speaker)
-        for text in texts:
-            body = email_text(speaker, other, text) if channel == "email" else text
-            out.append(ws.add(t, speaker, channel, body, thread, origin, crisis))
-            t += timedelta(minutes=rng.randint(1, 4) if channel != "email" else rng.randint(3, 40))
-        return out
-    other = replier or counterpart(ws, rng, speaker)
-    out: list[Ev] = []
-
-    def reply_line() -> str | None:
-        if reply_text is not None:
-            return reply_text
-        r = ctx.reply(rng, other.side, kind)
-        if r is None:
-            return None
-        mate = colleague(ws, rng, other).first
-        return fill(r["text"], _ctx_slots(rng, speaker.first, mate), r["id"])
-
-    if channel == "slack":
-        thread = ws.new_thread("slack", ts, "")
-        lead = ctx.lead(rng, other.side, "slack")
-        if lead is not None and rng.random() < 0.35 and reply_text is None:
-            ws.add(ts - timedelta(minutes=rng.randint(5, 90)), other, "slack",
-                   fill(lead["text"], _ctx_slots(rng, speaker.first, ""), lead["id"]), thread,
-                   "ctx:lead")
-        t = ts
-        for text in texts:
-            out.append(ws.add(t, speaker, "slack", text, thread, origin, crisis))
-            t += timedelta(minutes=rng.randint(1, 4))
-        if reply_text is not None or rng.random() < 0.7:
-            r = reply_line()
-            if r:
-                ws.add(t + timedelta(minutes=rng.randint(2, 110)), other, "slack", r, thread,
-                       "ctx:reply", crisis)
-        return out
-    if channel == "email":
-        thread = ws.new_thread("email", ts, rng.choice(ctx.subjects))
-        t = ts
-        for text in texts:
-            out.append(ws.add(t, speaker, "email", email_text(speaker, other, text), thread,
-                              origin, crisis))
-            t += timedelta(minutes=rng.randint(3, 40))
-        if reply_text is not None or rng.random() < 0.5:
-            r = reply_line()
-            if r:
-                ws.add(t + timedelta(minutes=rng.randint(20, 600)), other, "email",
-                       email_text(other, speaker, r), thread, "ctx:reply", crisis)
-        return out
-    # call: a short stretch of a transcript
-    host = speaker if speaker.side == "vendor" else (
-        other if other.side == "vendor" else ws.of(roles=("csm",))[0])
-    thread = ws.new_thread("call", ts, rng.choice(ctx.call_kinds))
-    slots = _ctx_slots(rng, speaker.first, "")
-    if rng.random() < 0.6 and not crisis:
-        op = rng.choice(ctx.openings)
-        mate = colleague(ws, rng, host)
-        ws.add(ts - timedelta(minutes=rng.randint(4, 12)), host, "call",
-               fill(op["text"], {**slots, "name": mate.first}, op["id"]), thread, "ctx:opening")
-    lead = ctx.lead(rng, other.side, "call")
-    if lead is not None and rng.random() < 0.5 and reply_text is None:
-        ws.add(ts - timedelta(minutes=1), other, "call", fill(lead["text"], slots, lead["id"]),
-               thread, "ctx:lead")
+    thread = ws.new_thread(channel, ts, rng.choice(ctx.call_kinds) if channel == "call"
+                           else rng.choice(ctx.subjects) if channel == "email" else "")
+    other = replier or to or counterpart(ws, rng, speaker)
     t = ts
     for text in texts:
-        out.append(ws.add(t, speaker, "call", text, thread, origin, crisis))
-        t += timedelta(minutes=1)
-    if reply_text is not None or rng.random() < 0.75:
-        r = reply_line()
-        if r:
-            ws.add(t + timedelta(minutes=1), other, "call", r, thread, "ctx:reply", crisis)
-    if rng.random() < 0.35 and not crisis:
-        cl = rng.choice(ctx.closings)
-        ws.add(t + timedelta(minutes=rng.randint(3, 6)), host, "call",
-               fill(cl["text"], slots, cl["id"]), thread, "ctx:closing")
+        body = email_text(speaker, other, text) if channel == "email" else text
+        out.append(ws.add(t, speaker, channel, body, thread, origin, crisis))
+        t += timedelta(minutes=rng.randint(3, 40) if channel == "email" else rng.randint(1, 4))
+    if reply_text is not None:
+        body = email_text(other, speaker, reply_text) if channel == "email" else reply_text
+        ws.add(t + timedelta(minutes=rng.randint(2, 15)), other, channel, body, thread,
+               "ctx:reply", crisis)
     return out
 
 
@@ -332,16 +276,20 @@ def place(ws: Workspace, ctx: Context, rng: random.Random, bm: int, channel: str
 # Background threads (shared format)
 
 
-def cast_thread(ws: Workspace, rng: random.Random, thread: BgThread) -> dict[str, Person]:
-    """Who plays C1, C2, V1, V2: forced roles first, then free tags; distinct people."""
+def cast_thread(ws: Workspace, rng: random.Random, thread: BgThread,
+                keep_out: set[str] = frozenset()) -> dict[str, Person]:
+    """Who plays C1, C2, V1, V2: forced roles first, then free tags; distinct people. A customer
+    tag that does not speak is never the economic buyer (the bank places such a person "in
+    procurement" or "on my team"); people in `keep_out` are not cast."""
     cast: dict[str, Person] = {}
+    speaking = {t.speaker.split(":")[0] for t in thread.turns}
     specs = sorted({t.speaker for t in thread.turns}, key=lambda s: (":" not in s, s))
     for spec in specs:
         tag, _, role = spec.partition(":")
         if tag in cast:
             continue
         side = "customer" if tag.startswith("C") else "vendor"
-        taken = {p.name for p in cast.values()}
+        taken = {p.name for p in cast.values()} | set(keep_out)
         pool = [p for p in ws.of(side, (role,) if role else None) if p.name not in taken]
         if not pool:
             pool = [p for p in ws.of(side) if p.name not in taken]
@@ -349,8 +297,10 @@ def cast_thread(ws: Workspace, rng: random.Random, thread: BgThread) -> dict[str
     for tag in ("C1", "C2", "V1", "V2"):
         if tag not in cast:
             side = "customer" if tag.startswith("C") else "vendor"
-            taken = {p.name for p in cast.values()}
-            cast[tag] = rng.choice([p for p in ws.of(side) if p.name not in taken])
+            taken = {p.name for p in cast.values()} | set(keep_out)
+            pool = [p for p in ws.of(side) if p.name not in taken
+                    and not (tag not in speaking and p.role == "economic_buyer")]
+            cast[tag] = rng.choice(pool)
     return cast
 
 
@@ -366,7 +316,7 @@ def background_slots(ws: Workspace, rng: random.Random, pools: dict[str, Any], t
         "integration": rng.choice(v["integration"]), "team": rng.choice(v["team"]),
         "day": rng.choice(WEEKDAYS), "date": f"{MONTHS[soon.month - 1]} {soon.day}",
         "time": f"{rng.randint(8, 16)}:{rng.choice(['00', '15', '30', '45'])}",
-        "month": MONTHS[later.month - 1], "n": str(rng.randint(2, 48)),
+        "month": MONTHS[later.month - 1], "n": str(rng.randint(3, 95)),
         "ticket": f"SUP-{rng.randint(1000, 9999)}",
     }
     slots.update({tag: p.first for tag, p in cast.items()})
@@ -386,7 +336,9 @@ def place_background_at(ws: Workspace, rng: random.Random, ts: datetime, thread:
     """Say a background thread from `ts` in `channel`; returns (time of its last turn, thread).
     A thread one of whose turns was already said word for word goes out as e-mails (greeting
     and sign-off make them different turns), or, with keep_channel, is not said (None)."""
-    cast = cast_thread(ws, rng, thread)
+    keep = ctx.keep_out.get(ws.id, {})
+    cast = cast_thread(ws, rng, thread, {n for pre, names in keep.items()
+                                         if thread.id.startswith(pre) for n in names})
     slots = background_slots(ws, rng, ctx.pools, ts, cast, ctx.vendor)
     if channel != "email" and any(fill(t.text, slots, thread.id) in ctx.said for t in thread.turns):
         if keep_channel:
