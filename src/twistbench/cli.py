@@ -49,7 +49,7 @@ OptionOpt = Annotated[list[str] | None, typer.Option(
     "-S", help="A system option key=value (repeatable). name.key=value applies to one system "
     "only. Options named like secrets (api_key, token) are never written to disk.")]
 DatasetOpt = Annotated[str | None, typer.Option(
-    "--dataset", "-d", help="Dataset name (see `twist list`) or a key file. Default: twist-cs-1.0 "
+    "--dataset", "-d", help="Dataset name (see `twist list`) or a key file. Default: twist-cs-2.0 "
     "(the built-in demo when no committed key is found).")]
 LocomoOpt = Annotated[Path | None, typer.Option(
     "--locomo", help="Path of locomo10.json, for the LoCoMo-based datasets.")]
@@ -96,7 +96,7 @@ def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: 
     opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis)
     if name is None:
         name = DEFAULT_DATASET
-        if not (data_dir() / "twist-cs-1.0.json").exists():
+        if not (data_dir() / "twist-cs-2.0.json").exists():
             err.print("note: no committed TWIST-CS key found; running the built-in demo dataset")
             name = "demo"
     source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
@@ -339,7 +339,11 @@ def build_cs(
     out: Annotated[Path, typer.Option("--out", "-o", help="Key file to write (its .sha256 "
                                       "goes beside it).")] = Path("twist-cs.json"),
     seed: Annotated[int | None, typer.Option(help="Generator seed; the same seed gives "
-                                             "byte-identical output. Default: the v1 seed.")] = None,
+                                             "byte-identical output. Default: the seed of "
+                                             "the committed key of that version.")] = None,
+    version: Annotated[str, typer.Option(
+        "--version", help="Key version: 2.0 (written banks, the default) or 1.0 (the first, "
+        "templated key, kept reproducible).")] = "2.0",
     include_crisis: CrisisOpt = False,
     paraphrase: Annotated[str | None, typer.Option(
         help="Rewrite Track A turns through an OpenAI-compatible endpoint (base URL, e.g. "
@@ -348,7 +352,20 @@ def build_cs(
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the endpoint's "
                                              "API key, for --paraphrase.")] = "OPENAI_API_KEY",
 ) -> None:
-    """Generate the TWIST-CS workspaces and key; print counts and the variety report."""
+    """Generate the TWIST-CS workspaces and key; print counts and the surface or variety report."""
+    if version not in ("1.0", "2.0"):
+        _fail_input(InputError("--version", f"unknown TWIST-CS version {version!r}",
+                               expected="2.0 or 1.0"))
+    if version == "2.0":
+        if paraphrase:
+            _fail_input(InputError("--paraphrase", "paraphrasing is a 1.0 option: 2.0 lines are "
+                                   "written, not generated", expected="--version 1.0"))
+        from twistbench.itemgen.cs2 import DEFAULT_SEED as SEED_2
+        from twistbench.itemgen.cs2 import run_build
+
+        run_build(out=out, seed=SEED_2 if seed is None else seed,
+                  include_crisis=include_crisis, console=console)
+        return
     from twistbench.build.cs_workspace import DEFAULT_SEED, ParaphraseConfig, run_build_cs
 
     para = None

@@ -61,6 +61,13 @@ def _cs(opts: DatasetOptions) -> Dataset:
     return load_cs_dataset(include_crisis=opts.include_crisis)
 
 
+def _cs2(opts: DatasetOptions) -> Dataset:
+    from twistbench.build.cs_workspace import load_cs_dataset
+    from twistbench.itemgen.cs2 import key_path
+
+    return load_cs_dataset(key_path(opts.include_crisis), include_crisis=opts.include_crisis)
+
+
 def _locomo_plain(opts: DatasetOptions) -> Dataset:
     from twistbench.corpus.locomo import locomo_dataset
 
@@ -98,8 +105,11 @@ def resolve_shared_or_path(rel: str) -> Path:
 DATASETS: dict[str, DatasetEntry] = {
     e.name: e
     for e in [
-        DatasetEntry("twist-cs-1.0", "TWIST-CS: six synthetic customer-success workspaces, all "
-                     "four tracks (crisis plants with --include-crisis)", False, _cs),
+        DatasetEntry("twist-cs-2.0", "TWIST-CS 2.0: six customer-success workspaces written from "
+                     "hand-written banks, all four tracks, contrast sets and distractors (crisis "
+                     "plants with --include-crisis)", False, _cs2),
+        DatasetEntry("twist-cs-1.0", "TWIST-CS 1.0: the first, templated key (kept loadable for "
+                     "comparison; crisis plants with --include-crisis)", False, _cs),
         DatasetEntry("twist-locomo-1.0", "TWIST items injected into LoCoMo, plus LoCoMo QA "
                      "(needs --locomo)", True, _twist_locomo),
         DatasetEntry("twist-b-v1.0", "the public TWIST-v1.0 Track B key (161 drafts) on the "
@@ -111,7 +121,7 @@ DATASETS: dict[str, DatasetEntry] = {
     ]
 }
 
-DEFAULT_DATASET = "twist-cs-1.0"
+DEFAULT_DATASET = "twist-cs-2.0"
 
 
 def load_dataset(name_or_path: str, opts: DatasetOptions | None = None) -> Dataset:

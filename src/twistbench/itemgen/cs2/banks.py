@@ -85,7 +85,7 @@ class Subject:
     reaffirm: tuple[Line, ...]
     history: tuple[Line, ...]
     retract: tuple[Line, ...]
-    coexist: tuple[Line, Line]
+    coexist: tuple[tuple[Line, ...], tuple[Line, ...]]  # first / second statement, in variants
     queries: dict[str, str]
     draft_stale: Line | None
     draft_ack: Line | None
@@ -257,9 +257,10 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
             return tuple(ids.line(c_path, x, ITEM_SLOTS, f"{where}.{key}") for x in s.get(key, []))
 
         co = lines_c("coexist")
-        if len(co) != 2:
-            raise InputError(str(c_path), f"{where}: coexist needs exactly two lines",
-                             field="coexist")
+        alt = lines_c("coexist_alt")
+        if len(co) != 2 or len(alt) not in (0, 2):
+            raise InputError(str(c_path), f"{where}: coexist (and coexist_alt) need exactly "
+                             "two lines", field="coexist")
         queries = {}
         for k in query_keys:
             if not isinstance(s.get(k), str):
@@ -271,7 +272,8 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
         subjects.append(Subject(
             where, s["kind"], s["side"], _roles(c_path, where, s.get("roles")),
             tuple(s["qualifiers"]), lines_c("state"), lines_c("update"), lines_c("reaffirm"),
-            lines_c("history"), lines_c("retract"), (co[0], co[1]), queries,
+            lines_c("history"), lines_c("retract"),
+            ((co[0], *alt[:1]), (co[1], *alt[1:])), queries,
             ids.line(c_path, ds, ITEM_SLOTS, f"{where}.draft_stale") if ds else None,
             ids.line(c_path, da, ITEM_SLOTS, f"{where}.draft_ack") if da else None))
 

@@ -461,7 +461,7 @@ def _draft_families(src: Scenario | Subject, which: str) -> tuple[str, str]:
 
 def _say(b: Build, ws: Workspace, rng: random.Random, bm: int, channel: str, speaker: Person,
          lines: list[Line], slots: dict[str, str], kind: str, crisis: bool = False,
-         distractor: bool = False, **kw: Any) -> list[Ev]:
+         distractor: bool = False, instance: str = "", **kw: Any) -> list[Ev]:
     """Say bank lines (filled with `slots`) through `place`. A distractor whose words were
     already said word for word in Slack or a call goes out as an e-mail instead (greeting and
     sign-off make it a different turn), so that reuse does not make exact duplicates."""
@@ -476,8 +476,11 @@ def _say(b: Build, ws: Workspace, rng: random.Random, bm: int, channel: str, spe
     how = rng.choices(*zip(*ADDRESS_WEIGHTS[channel]))[0]
     if how:
         texts[0] = address(texts[0], to.first, how, b.proper | {p.first for p in ws.people})
-    return place(ws, b.ctx, rng, bm, channel, speaker, texts, to=to,
-                 origin="+".join(line.id for line in lines), crisis=crisis, **kw)
+    evs = place(ws, b.ctx, rng, bm, channel, speaker, texts, to=to,
+                origin="+".join(line.id for line in lines), crisis=crisis, **kw)
+    for ev in evs:
+        ev.instance = instance
+    return evs
 
 
 def _distractor_channel(b: Build, ws: Workspace, rng: random.Random, repeat: bool) -> str:
@@ -559,7 +562,8 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
             inner_lines = [rng.choice(t.ack)] if inner_n else []
 
         def say(bm: int, ch: str, line: Line) -> Ev:
-            return _say(b, ws, rng, bm, ch, speaker, [line], slots, _kind_of(line.text))[0]
+            return _say(b, ws, rng, bm, ch, speaker, [line], slots, _kind_of(line.text),
+                        instance=f"A:{t.id}")[0]
 
         anchor_ev = say(bms[0], ch_anchor, anchor_line)
         inner_evs = [say(bm, _channel(rng), line) for bm, line in zip(bms[1:-1], inner_lines)]
@@ -666,9 +670,10 @@ def _scenario_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
     assert isinstance(sc, Scenario)
     rng = rng_for(b.seed, "B", sc.id, use.which, use.record)
     speaker = rng.choice(ws.of("customer", sc.roles))
-    slots = _scenario_slots(b, ws, rng, sc)
-    if slots is None:
+    told = _scenario_slots(b, ws, rng, sc)
+    if told is None:
         raise RuntimeError(f"{ws.id}: {sc.id} is used twice in one workspace")
+    slots, instance = told
     base_bm = rng.randint(3 * DAY_MINUTES, ws.business_minutes - 30 * DAY_MINUTES)
     if sc.kind == "event":
         out_bm = _bdays_after(ws, base_bm, rng, 2, 7)
@@ -679,14 +684,14 @@ def _scenario_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
     base_line = rng.choice(sc.base)
     out_line = rng.choice(sc.keep if use.record == "keep" else sc.change)
     base_ev = _say(b, ws, rng, base_bm, _channel(rng), speaker, [base_line], slots,
-                   _kind_of(base_line.text))[0]
+                   _kind_of(base_line.text), instance=instance)[0]
     out_ev = _say(b, ws, rng, out_bm, _channel(rng), speaker, [out_line], slots,
-                  _kind_of(out_line.text))[0]
+                  _kind_of(out_line.text), instance=instance)[0]
     evidence = [out_ev] if use.label == "contradicting" else [base_ev, out_ev]
     line = sc.draft_stale if use.which == "stale" else sc.draft_ack
     body = fill(line.text, slots, line.id)
     _add_draft(b, ws, use, speaker, ws.day_of(draft_bm), body, evidence,
-               {"record_lines": [base_line.id, out_line.id],
+               {"instance": instance, "record_lines": [base_line.id, out_line.id],
                 "slots": {k: slots[k] for k in _slots(line.text) if k in slots}})
 
 
@@ -699,8 +704,9 @@ def _distinguishing_slots(sc: Scenario) -> list[str]:
 
 
 def _scenario_slots(b: Build, ws: Workspace, rng: random.Random, sc: Scenario
-                    ) -> dict[str, str] | None:
-    """Slot values for one telling of a scenario, or None when the workspace has no free
+                    ) -> tuple[dict[str, str], str] | None:
+    """Slot values and the instance key for one telling of a scenario, or None when the
+    workspace has no free
     instance left: an instance is the scenario and the values of the slots its lines use to
     tell instances apart (the finance team's training is not the HR team's), so a scenario
     without such a slot (the business review) is told at most once per workspace."""
@@ -713,8 +719,9 @@ def _scenario_slots(b: Build, ws: Workspace, rng: random.Random, sc: Scenario
         slots = {"team": rng.choice(v["team"]), "feature": rng.choice(v["feature"]),
                  "integration": rng.choice(v["integration"]), "report": rng.choice(v["report"]),
                  "n": str(rng.randint(3, 30)), **_common(b, ws)}
-        if ws.claim(":".join(["B", sc.id, *(slots[k] for k in keys)])):
-            return slots
+        key = ":".join(["B", sc.id, *(slots[k] for k in keys)])
+        if ws.claim(key):
+            return slots, key
     return None
 
 
@@ -759,16 +766,18 @@ def _value_keep_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
     new, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
     slots = {"q": q, **_common(b, ws)}
     ch = _channel(rng)
+    instance = f"C:{subj.id}:{q}"
     evs = _say(b, ws, rng, t0, ch, speaker, [rng.choice(subj.state)], {**slots, "v": old},
-               "fact")
+               "fact", instance=instance)
     if t1 is not None:
         evs += _say(b, ws, rng, t1, _channel(rng), speaker, [rng.choice(subj.reaffirm)],
-                    {**slots, "v": old}, "fact")
+                    {**slots, "v": old}, "fact", instance=instance)
     line = subj.draft_stale if use.which == "stale" else subj.draft_ack
     assert line is not None
     body = fill(line.text, {**slots, "old": old, "v": new}, line.id)
     _add_draft(b, ws, use, speaker, ws.day_of(draft_bm), body, evs,
-               {"qualifier": q, "old": old, **({"named_new": new} if use.which == "ack" else {})})
+               {"instance": instance, "qualifier": q, "old": old,
+                **({"named_new": new} if use.which == "ack" else {})})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -811,6 +820,7 @@ def _pick_subject(b: Build, ws: Workspace, rng: random.Random) -> tuple[Subject,
     """A free subject instance of this workspace (None when all are taken)."""
     subs = b.banks.subjects[:]
     rng.shuffle(subs)
+    subs.sort(key=lambda s: sum(b.usage[x.id] for x in s.state))  # least said first
     for s in subs:
         q = _claim_subject(ws, rng, s)
         if q is not None:
@@ -844,17 +854,20 @@ def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, f
     not_before = ws.day_of(draft_bm) if draft_bm is not None else None
     vals = _chain_values(b, ws, rng, subj, bms, family, not_before)
     base = {"q": q, **_common(b, ws)}
+    instance = f"C:{subj.id}:{q}"
     state_turns: list[list[Ev]] = []
     lines = []
     for i, bm in enumerate(bms):
         if family == "coexisting":
-            line, slots = subj.coexist[i], {**base, "v": vals[0][0], "v2": vals[1][0]}
+            variant = rng.randrange(len(subj.coexist[0]))
+            line = subj.coexist[i][min(variant, len(subj.coexist[i]) - 1)]
+            slots = {**base, "v": vals[0][0], "v2": vals[1][0]}
         elif i == 0:
             line, slots = rng.choice(subj.state), {**base, "v": vals[0][0]}
         else:
             line = rng.choice(subj.update)
             slots = {**base, "v": vals[i][0], "old": vals[i - 1][0]}
-        state_turns.append(_say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, "fact"))
+        state_turns.append(_say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, "fact", instance=instance))
         lines.append(line.id)
     tail_kinds: list[str] = []
     mentions: list[dict[str, Any]] = []
@@ -879,21 +892,21 @@ def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, f
                 continue
             line = rng.choice(subj.reaffirm)
             state_turns[-1] += _say(b, ws, rng, t, _channel(rng), speaker, [line],
-                                    {**base, "v": vals[-1][0]}, "fact")
+                                    {**base, "v": vals[-1][0]}, "fact", instance=instance)
             mentions.append({"kind": "reaffirm", "line": line.id, "turn": state_turns[-1][-1]})
         elif kind == "history":
             who = speaker if rng.random() < 0.6 else colleague(ws, rng, speaker)
             old = rng.choice(vals[:-1])[0]
             line = rng.choice(subj.history)
             ev = _say(b, ws, rng, t, _channel(rng), who, [line], {**base, "old": old},
-                      "statement")[0]
+                      "statement", instance=instance)[0]
             mentions.append({"kind": "history", "line": line.id, "turn": ev, "value": old})
         else:
             x, _ = b.values.value(subj.kind, rng, ws, taken, day + timedelta(days=10),
                                   day + timedelta(days=100))
             line = rng.choice(subj.retract)
             ev = _say(b, ws, rng, t, _channel(rng), speaker, [line], {**base, "x": x},
-                      "statement")[0]
+                      "statement", instance=instance)[0]
             mentions.append({"kind": "retract", "line": line.id, "turn": ev, "value": x})
     co = family == "coexisting"
     fmt = {**base}
@@ -926,7 +939,8 @@ def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, f
         assert line is not None
         body = fill(line.text, {**base, "old": old, "v": new}, line.id)
         _add_draft(b, ws, draft, speaker, day, body, evidence,
-                   {"qualifier": q, "old": old, "new": new, "chain": chain_id})
+                   {"instance": instance, "qualifier": q, "old": old, "new": new,
+                    "chain": chain_id})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1090,9 +1104,12 @@ def line_kinds(banks: Banks) -> dict[str, str]:
             for x in getattr(sc, key):
                 out[x.id] = "b." + key
     for sj in banks.subjects:
-        for key in ("state", "update", "reaffirm", "history", "retract", "coexist"):
+        for key in ("state", "update", "reaffirm", "history", "retract"):
             for x in getattr(sj, key):
                 out[x.id] = "c." + key
+        for variants in sj.coexist:
+            for x in variants:
+                out[x.id] = "c.coexist"
     for p in banks.plants:
         out[p.id] = "d.plant"
     for c in banks.contacts:
@@ -1189,7 +1206,7 @@ def _stance_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: An
                     drift_left.remove(line)
             said_ids.add(line.id)
             _say(b, ws, rng, bm, channel, speaker, [line], slots, _kind_of(line.text),
-                 distractor=True, join=join)
+                 distractor=True, join=join, instance=f"A:{t.id}")
         count()
 
 
@@ -1197,7 +1214,7 @@ def _story_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any
                        count: Any) -> None:
     total = ws.business_minutes
     for _ in range(400):
-        if max(deficit("b.base"), deficit("b.keep"), deficit("b.change")) <= 0:
+        if max(deficit("b.keep"), deficit("b.change")) <= 0:
             break
         free = [x for x in b.banks.scenarios if not _excluded(ws, x.id)
                 and (_distinguishing_slots(x) or f"U:{x.id}" not in ws.claims)]
@@ -1206,10 +1223,11 @@ def _story_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any
         low = min(b.usage[sc.id] for sc in free)
         sc = rng.choice([x for x in free if b.usage[x.id] == low])
         speaker = rng.choice(ws.of("customer", sc.roles))
-        slots = _scenario_slots(b, ws, rng, sc)
+        told = _scenario_slots(b, ws, rng, sc)
         b.usage[sc.id] += 1
-        if slots is None:
+        if told is None:
             continue
+        slots, instance = told
         base_bm = rng.randint(3 * DAY_MINUTES, total - 30 * DAY_MINUTES)
         out_bm = _bdays_after(ws, base_bm, rng, 2, 7 if sc.kind == "event" else 30)
         _date_slots(ws, rng, slots, out_bm if sc.kind == "event" else None,
@@ -1218,11 +1236,11 @@ def _story_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any
             rng.random() < 0.5
         outcome = _least_used(b, rng, sc.keep if keep else sc.change)
         lines = [(out_bm, outcome)]
-        if deficit("b.base") > 0 or rng.random() < 0.5:
+        if rng.random() < 0.35:  # item records say the plan too; their base lines outnumber
             lines.insert(0, (base_bm, _least_used(b, rng, sc.base)))
         for bm, line in lines:
             _say(b, ws, rng, bm, "auto", speaker, [line], slots, _kind_of(line.text),
-                 distractor=True)
+                 distractor=True, instance=instance)
         count()
 
 
@@ -1242,6 +1260,7 @@ def _fact_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
         bm, channel, join = _single_slot(b, ws, rng)
         lo = ws.day_of(bm) + timedelta(days=10)
         base = {"q": q, **_common(b, ws)}
+        instance = f"C:{subj.id}:{q}"
         taken: set[str] = set()
         r = rng.random()
         if r < 0.2:
@@ -1250,7 +1269,7 @@ def _fact_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
             x, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
             pool, key = (subj.retract, "x") if r < 0.1 else (subj.history, "old")
             _say(b, ws, rng, bm, channel, speaker, [_least_used(b, rng, pool)],
-                 {**base, key: x}, "statement", distractor=True, join=join)
+                 {**base, key: x}, "statement", distractor=True, join=join, instance=instance)
             count()
             continue
         kind = max(want, key=lambda k: (want[k], k)) if rng.random() < 0.7 else \
@@ -1263,19 +1282,21 @@ def _fact_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
             v1, _ = b.values.value(subj.kind, rng, ws, taken, lo2, lo2 + timedelta(days=60))
             lo3 = lo2 + timedelta(days=70) if subj.kind == "date" else lo2
             v2, _ = b.values.value(subj.kind, rng, ws, taken, lo3, lo3 + timedelta(days=60))
+            variant = min(range(len(subj.coexist[0])),
+                          key=lambda j: (b.usage[subj.coexist[0][j].id], rng.random()))
             for k, bm_k in enumerate((bm, bm2)):
-                _say(b, ws, rng, bm_k, "auto", speaker, [subj.coexist[k]],
-                     {**base, "v": v1, "v2": v2}, "fact", distractor=True)
+                _say(b, ws, rng, bm_k, "auto", speaker, [subj.coexist[k][variant]],
+                     {**base, "v": v1, "v2": v2}, "fact", distractor=True, instance=instance)
             count()
             continue
         v, _ = b.values.value(subj.kind, rng, ws, taken, lo + timedelta(days=30),
                               lo + timedelta(days=120))
         _say(b, ws, rng, bm, channel, speaker, [_least_used(b, rng, subj.state)],
-             {**base, "v": v}, "fact", distractor=True, join=join)
+             {**base, "v": v}, "fact", distractor=True, join=join, instance=instance)
         if kind == "reaffirm" and not late:
             _say(b, ws, rng, _bdays_after(ws, bm, rng, 3, 20), "auto", speaker,
                  [_least_used(b, rng, subj.reaffirm)], {**base, "v": v}, "fact",
-                 distractor=True)
+                 distractor=True, instance=instance)
         count()
 
 
@@ -1346,11 +1367,14 @@ def _ids(evs: list[Ev]) -> list[str]:
 
 
 def build(seed: int = DEFAULT_SEED, include_crisis: bool = False,
-          banks: Banks | None = None) -> Dataset:
+          banks: Banks | None = None, trace: dict[str, Any] | None = None) -> Dataset:
     """Generate TWIST-CS 2.0 from the banks. The same seed and banks give the same key bytes.
 
     include_crisis: add the opt-in crisis plants; every other id and text is the same.
-    banks: the loaded banks (default: load_banks(), the package's own)."""
+    banks: the loaded banks (default: load_banks(), the package's own).
+    trace: filled, when given, with what made each turn (tests of the label rules read it):
+    trace["events"][turn id] = {"origin": bank line ids or "bg:<thread>", "instance": the
+    topic/scenario/subject instance, "speaker"}."""
     banks = banks if banks is not None else load_banks()
     workspaces, spare_first = _workspaces(seed, banks)
     b = Build(seed, banks, Context(banks),
@@ -1378,7 +1402,13 @@ def build(seed: int = DEFAULT_SEED, include_crisis: bool = False,
         _distractors(b, ws, w, quota, spare[w::N_WORKSPACES])
     for w, ws in enumerate(workspaces):
         _background(b, ws, w)
-    return _assemble(b, workspaces, plan)
+    ds = _assemble(b, workspaces, plan)
+    if trace is not None:
+        trace["events"] = {e.id: {"origin": e.origin, "instance": e.instance,
+                                  "speaker": e.speaker, "crisis": e.crisis}
+                           for ws in workspaces for e in ws.events}
+        trace["usage"] = dict(sorted(b.usage.items()))
+    return ds
 
 
 def _assign_ids(plan: Plan, workspaces: list[Workspace]) -> None:

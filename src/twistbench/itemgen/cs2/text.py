@@ -119,7 +119,8 @@ _A_OK = re.compile(r"(one|once|uni|use|usu|eu|ur|UK|US|UX|UI)", re.IGNORECASE)
 _AN_OK = re.compile(r"(hour|honest|heir|[FHLMNRSX][A-Z]|SLA|HR|MFA|NDA|SSO)")
 _DOUBLE_WORD = re.compile(r"\b(\w+)\s+\1\b", re.IGNORECASE)
 _DOUBLE_WORD_OK = {"that", "had", "very", "bye", "no", "ha", "so", *_DIGIT_WORDS}
-_DOUBLE_PUNCT = re.compile(r"(?<!\.)[.,;:!?]{2,}(?!\.)|\s[.,;:!?]")
+_DOUBLE_PUNCT = re.compile(r"[.,;:!?]{2,}|\s[.,;:!?]")
+_PUNCT_OK = {"...", "?!", "!?"}
 
 
 def grammar_problems(text: str, possessive_names: tuple[str, ...] = ()) -> list[str]:
@@ -136,7 +137,8 @@ def grammar_problems(text: str, possessive_names: tuple[str, ...] = ()) -> list[
         if m.group(1).lower() not in _DOUBLE_WORD_OK:
             probs.append(f"doubled word {m.group(0)!r}")
     for m in _DOUBLE_PUNCT.finditer(text):
-        probs.append(f"punctuation {m.group(0)!r}")
+        if m.group(0) not in _PUNCT_OK:
+            probs.append(f"punctuation {m.group(0)!r}")
     if "{" in text or "}" in text:
         probs.append("unfilled slot")
     for name in possessive_names:

@@ -64,7 +64,8 @@ class Ev:
     thread: str
     crisis: bool = False
     id: str = ""
-    origin: str = ""  # what made it (bank line id or context kind); kept out of the key
+    origin: str = ""  # what made it (bank line ids, or bg:<thread id>); kept out of the key
+    instance: str = ""  # the topic, scenario or subject instance it is about; kept out
 
 
 @dataclass

@@ -1,0 +1,76 @@
+"""TWIST-CS 2.0: the committed key, its sizes, and byte-identical rebuilds (issue 12)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from twistbench.build.key import read_key, sha256_file
+from twistbench.datasets import DEFAULT_DATASET, load_dataset
+from twistbench.itemgen import cs2
+from twistbench.itemgen.cs2.generate import SIZES
+
+REPO = Path(__file__).resolve().parents[2]
+KEY = REPO / "data" / cs2.KEY_FILE
+CRISIS_KEY = REPO / "data" / cs2.CRISIS_KEY_FILE
+
+
+def test_committed_keys_are_versioned_and_hashed():
+    for path, version in ((KEY, cs2.VERSION), (CRISIS_KEY, cs2.VERSION_CRISIS)):
+        doc, digest = read_key(path)
+        assert doc["name"] == "twist-cs" and doc["version"] == version
+        assert path.with_name(path.name + ".sha256").read_text().split() == [digest, path.name]
+
+
+@pytest.mark.parametrize("include_crisis", [False, True])
+def test_rebuilding_gives_the_committed_bytes(tmp_path, include_crisis):
+    out = tmp_path / "key.json"
+    digest = cs2.write_key_2(out, include_crisis=include_crisis)
+    committed = CRISIS_KEY if include_crisis else KEY
+    assert digest == sha256_file(committed)
+    assert out.read_bytes() == committed.read_bytes()
+
+
+def test_the_default_dataset_is_2_0_and_1_0_stays_loadable():
+    assert DEFAULT_DATASET == "twist-cs-2.0"
+    ds = load_dataset("twist-cs-2.0")
+    assert ds.version == "twist-cs-2.0" and ds.key_sha256 == sha256_file(KEY)
+    old = load_dataset("twist-cs-1.0")
+    assert old.version == "twist-cs-1.0"
+    assert old.key_sha256 == sha256_file(REPO / "data" / "twist-cs-1.0.json")
+
+
+def test_another_seed_gives_another_key(cs2_built):
+    ds, _ = cs2_built
+    other = cs2.build(seed=7)
+    assert [e.text for e in other.conversations[0].events[:40]] != \
+        [e.text for e in ds.conversations[0].events[:40]]
+
+
+def test_sizes_hold_whitepaper_4_3(cs2_built, cs2_crisis):
+    ds, _ = cs2_built
+    assert len(ds.conversations) == 6
+    assert all(400 <= len(c.events) <= 900 for c in ds.conversations)
+    assert len(ds.reversal_arcs) >= SIZES["reversal_arcs"]
+    assert len(ds.hard_negative_arcs) >= SIZES["hard_negative_arcs"]
+    labels = Counter(d.label for d in ds.drafts)
+    assert labels == {"contradicting": 60, "aligned": 30, "hard_negative": 30}
+    assert len(ds.update_chains) >= 60 and sum(len(c.queries) for c in ds.update_chains) >= 180
+    assert len(ds.pii_plants) >= 30 and sum(len(p.probes) for p in ds.pii_plants) >= 60
+    fams = Counter(n.meta["family"] for n in ds.emotional_negatives)
+    assert fams["emotional"] >= 32 and fams["business_contact"] >= 16
+    assert len(cs2_crisis.crisis_plants) >= 16 and not ds.crisis_plants
+
+
+def test_crisis_plants_change_nothing_else(cs2_built, cs2_crisis):
+    plain, crisis = cs2_built[0], cs2_crisis
+    for a, b in zip(plain.conversations, crisis.conversations):
+        ids = {e.id: e for e in b.events}
+        assert all(ids[e.id] == e for e in a.events)
+        assert len(b.events) > len(a.events)
+    for fld in ("reversal_arcs", "hard_negative_arcs", "drafts", "update_chains", "pii_plants",
+                "emotional_negatives"):
+        assert getattr(plain, fld) == getattr(crisis, fld)
+    assert crisis.meta["content_warning"]
