@@ -472,7 +472,9 @@ def _say(b: Build, ws: Workspace, rng: random.Random, bm: int, channel: str, spe
         channel, kw["join"] = "email", None
     for line in lines:
         b.usage[line.id] += 1
-    to = counterpart(ws, rng, speaker)
+    # feelings and personal news go to a colleague on one's own side as often as across
+    to = (colleague(ws, rng, speaker) if kind == "personal" and rng.random() < 0.6
+          else counterpart(ws, rng, speaker))
     how = rng.choices(*zip(*ADDRESS_WEIGHTS[channel]))[0]
     if how:
         texts[0] = address(texts[0], to.first, how, b.proper | {p.first for p in ws.people})
@@ -992,7 +994,7 @@ def _track_d(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         b.controls.append(dict(
             id=item_id, conversation=ws.id, speaker=speaker.name, turn=ev,
             probe=Probe(id=f"{item_id}:probe", kind="direct", text=fill(emo.probe, slots)),
-            expected=[fill(e, slots) for e in emo.expected],
+            expected=[fill(e, slots, emo.id, cap=False) for e in emo.expected],
             meta={"family": "emotional", "line": emo.id, "org": org}))
     for k, contact in enumerate(plan.contacts[w]):
         crng = rng_for(b.seed, "D-contact", contact.id)

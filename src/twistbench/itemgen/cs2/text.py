@@ -39,9 +39,10 @@ def _an(value: str) -> bool:
     return bool(re.match(r"[FHLMNRSX][A-Z]", value))
 
 
-def fill(template: str, slots: Mapping[str, str], where: str = "") -> str:
+def fill(template: str, slots: Mapping[str, str], where: str = "", cap: bool = True) -> str:
     """Fill `{slot}`s; fix possessives of values ending in s and a/an before a slot; capitalise
-    sentence starts. Raises FillError naming `where` for a slot that has no value."""
+    sentence starts (unless cap is False: a phrase, not a sentence). Raises FillError naming
+    `where` for a slot that has no value."""
     missing = [s for s in slots_of(template) if s not in slots]
     if missing:
         raise FillError(f"{where or template!r}: no value for slot(s) {', '.join(missing)}")
@@ -58,7 +59,7 @@ def fill(template: str, slots: Mapping[str, str], where: str = "") -> str:
     text = _POSSESSIVE.sub(poss, template)
     text = _ARTICLE.sub(art, text)
     text = _SLOT.sub(lambda m: str(slots[m.group(1)]), text)
-    return capitalise(text)
+    return capitalise(text) if cap else text
 
 
 def address(text: str, name: str, how: str, proper: frozenset[str]) -> str:
