@@ -24,7 +24,7 @@ BANKS = load_banks()
 KINDS = line_kinds(BANKS)
 UPDATE_REQUEST = re.compile(
     r"\b(update|correct|change|amend|fix) (your|the|our) (notes|records?|crm|files?|system)\b|"
-    r"\bfor (your|the) records\b|\bplease note\b|\bnote that\b", re.I)
+    r"\bfor (your|the) records\b|\bplease note\b|\bnote that\b", re.IGNORECASE)
 
 
 def _index(ds):
@@ -70,7 +70,7 @@ def test_every_acknowledgement_says_the_change_out_loud():
                      r"revis|changed?|withdr|retract|wrong|scrap|forget|disregard|no longer|"
                      r"isn't anymore|reconsider|rethink|have to update|overruled|come round|"
                      r"turned down|spoke too soon|opposite|dropped|earlier I|"
-                     r"isn't one I can keep)", re.I)
+                     r"isn't one I can keep)", re.IGNORECASE)
     for t in BANKS.topics:
         for line in t.ack:
             assert cue.search(line.text), line.id
@@ -158,7 +158,7 @@ def test_no_stance_line_meets_its_own_reversal_outside_an_arc(cs2_built):
 
 
 def test_stance_topics_keep_out_what_they_exclude(cs2_built):
-    ds, trace = cs2_built
+    _ds, trace = cs2_built
     by_ws = defaultdict(set)
     for tid, ev in trace["events"].items():
         ws = tid.split(":")[0]
@@ -354,7 +354,8 @@ def test_business_contacts_are_recall_controls_and_personal_details_are_plants(c
         text = " ".join(_body(idx[t]) for t in (p.meta.get("turns") or [p.turn]))
         if p.kind == "email":
             assert p.value.split("@")[1] not in domains
-        assert re.search(r"\b(my|me|I'm|I've|I|we're|us|our|dad|son|brother)\b", text, re.I), text
+        personal = r"\b(my|me|I'm|I've|I|we're|us|our|dad|son|brother)\b"
+        assert re.search(personal, text, re.IGNORECASE), text
 
 
 def test_plants_include_details_no_pattern_finds(cs2_built):

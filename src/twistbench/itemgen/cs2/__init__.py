@@ -70,6 +70,18 @@ def run_build(out: Path | None = None, seed: int = DEFAULT_SEED, include_crisis:
     return digest
 
 
-__all__ = ["build", "load_banks", "write_key_2", "write_dataset", "run_build", "key_path",
-           "NAME", "VERSION", "VERSION_CRISIS", "KEY_FILE", "CRISIS_KEY_FILE", "DEFAULT_SEED",
-           "SIZES"]
+__all__ = [
+    "CRISIS_KEY_FILE",
+    "DEFAULT_SEED",
+    "KEY_FILE",
+    "NAME",
+    "SIZES",
+    "VERSION",
+    "VERSION_CRISIS",
+    "build",
+    "key_path",
+    "load_banks",
+    "run_build",
+    "write_dataset",
+    "write_key_2",
+]

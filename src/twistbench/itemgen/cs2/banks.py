@@ -24,10 +24,13 @@ POOLS_FILE = BANK_DIR / "pools.toml"
 
 # Slots of the shared background format (principles §7).
 BACKGROUND_SLOTS = frozenset(
-    ["C1", "C2", "V1", "V2", "company", "vendor", "product", "report", "feature", "integration", "team", "day", "date", "time", "month", "n", "ticket"])
+    ["C1", "C2", "V1", "V2", "company", "vendor", "product", "report", "feature", "integration",
+     "team", "day", "date", "time", "month", "n", "ticket"])
 # Slots the item banks may use in addition (filled per arc, chain, draft or plant).
 ITEM_SLOTS = BACKGROUND_SLOTS | frozenset(
-    ["price", "competitor", "sso", "legacy", "pct", "quarter", "region", "colleague", "colleague_full", "v", "old", "x", "v2", "q", "value", "spoken", "pet", "city", "name", "other", "owner", "speaker", "org"])
+    ["price", "competitor", "sso", "legacy", "pct", "quarter", "region", "colleague",
+     "colleague_full", "v", "old", "x", "v2", "q", "value", "spoken", "pet", "city", "name",
+     "other", "owner", "speaker", "org"])
 
 ROLES = ("csm", "ae", "support_eng", "solutions_eng", "champion", "economic_buyer", "admin",
          "end_user")
@@ -187,6 +190,11 @@ class _Ids:
                              field="id", expected="ids unique across all banks")
         self.seen[line_id] = path.name
 
+    def lines(self, path: Path, entry: dict[str, Any], key: str) -> tuple[Line, ...]:
+        """The lines under `key` of a topic, scenario or subject entry."""
+        where = f"{entry.get('id', '?')}.{key}"
+        return tuple(self.line(path, x, ITEM_SLOTS, where) for x in entry.get(key, []))
+
     @staticmethod
     def slots(path: Path, line_id: str, text: str, allowed: frozenset[str]) -> None:
         bad = [s for s in slots_of(text) if s not in allowed]
@@ -218,14 +226,12 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
     for t in read(a_path).get("topic", []):
         where = t.get("id", "?")
         ids.check(a_path, where)
-
-        def lines(key: str, t: dict[str, Any] = t, where: str = where) -> tuple[Line, ...]:
-            return tuple(ids.line(a_path, x, ITEM_SLOTS, f"{where}.{key}") for x in t.get(key, []))
-
         topics.append(Topic(where, t["group"], t["side"], _roles(a_path, where, t.get("roles")),
                             t["form"], ids.line(a_path, t.get("target"), ITEM_SLOTS, where),
-                            lines("anchor_contra"), lines("anchor_consistent"), lines("ack"),
-                            lines("drift"), tuple(t.get("excludes", []))))
+                            *(ids.lines(a_path, t, k) for k in ("anchor_contra",
+                                                                "anchor_consistent", "ack",
+                                                                "drift")),
+                            tuple(t.get("excludes", []))))
         if not (topics[-1].anchor_contra and topics[-1].anchor_consistent and topics[-1].ack):
             raise InputError(str(a_path), f"{where}: a topic needs anchor_contra, "
                              "anchor_consistent and ack lines", field=where)
@@ -235,13 +241,9 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
     for s in read(b_path).get("scenario", []):
         where = s.get("id", "?")
         ids.check(b_path, where)
-
-        def lines_b(key: str, s: dict[str, Any] = s, where: str = where) -> tuple[Line, ...]:
-            return tuple(ids.line(b_path, x, ITEM_SLOTS, f"{where}.{key}") for x in s.get(key, []))
-
         scenarios.append(Scenario(
-            where, s["kind"], _roles(b_path, where, s.get("roles")), lines_b("base"),
-            lines_b("keep"), lines_b("change"),
+            where, s["kind"], _roles(b_path, where, s.get("roles")),
+            *(ids.lines(b_path, s, k) for k in ("base", "keep", "change")),
             ids.line(b_path, s.get("draft_stale"), ITEM_SLOTS, f"{where}.draft_stale"),
             ids.line(b_path, s.get("draft_ack"), ITEM_SLOTS, f"{where}.draft_ack")))
 
@@ -253,8 +255,8 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
         where = s.get("id", "?")
         ids.check(c_path, where)
 
-        def lines_c(key: str, s: dict[str, Any] = s, where: str = where) -> tuple[Line, ...]:
-            return tuple(ids.line(c_path, x, ITEM_SLOTS, f"{where}.{key}") for x in s.get(key, []))
+        def lines_c(key: str, s: dict[str, Any] = s) -> tuple[Line, ...]:
+            return ids.lines(c_path, s, key)
 
         co = lines_c("coexist")
         alt = lines_c("coexist_alt")

@@ -154,7 +154,8 @@ def _times(ws: Workspace, rng: random.Random, n: int, gap: int, tail_days: int =
 
 def _bdays_after(ws: Workspace, bm: int, rng: random.Random, lo: int, hi: int) -> int:
     """A business minute lo..hi business days after bm (clipped to the workspace)."""
-    out = (bm // DAY_MINUTES + rng.randint(lo, hi)) * DAY_MINUTES + rng.randint(30, DAY_MINUTES - 60)
+    day = bm // DAY_MINUTES + rng.randint(lo, hi)
+    out = day * DAY_MINUTES + rng.randint(30, DAY_MINUTES - 60)
     return min(out, ws.business_minutes - 1)
 
 
@@ -563,7 +564,9 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         else:
             inner_lines = [rng.choice(t.ack)] if inner_n else []
 
-        def say(bm: int, ch: str, line: Line) -> Ev:
+        def say(bm: int, ch: str, line: Line, rng: random.Random = rng,
+                speaker: Person = speaker, slots: dict[str, str] = slots,
+                t: Topic = t) -> Ev:
             return _say(b, ws, rng, bm, ch, speaker, [line], slots, _kind_of(line.text),
                         instance=f"A:{t.id}")[0]
 
@@ -576,8 +579,8 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
                 "anchor_line": anchor_line.id, "inner_lines": [x.id for x in inner_lines],
                 "channels": {"anchor": ch_anchor, "target": ch_target},
                 "slots": {k: slots[k] for k in used}, "speaker_role": speaker.role}
-        item = dict(id=use.id, conversation=ws.id, speaker=speaker.name,
-                    topic=t.id.removeprefix("cs.a."), anchor=[anchor_ev], meta=meta)
+        item = {"id": use.id, "conversation": ws.id, "speaker": speaker.name,
+                    "topic": t.id.removeprefix("cs.a."), "anchor": [anchor_ev], "meta": meta}
         if use.label == "reversal":
             family = ("drift_flip" if inner_n else
                       "cross_channel" if ch_anchor != ch_target else "direct")
@@ -648,12 +651,13 @@ def _add_draft(b: Build, ws: Workspace, use: DraftUse, to: Person, day: date, bo
     last = max(e.ts for e in evidence)
     if last.date() >= day:
         raise RuntimeError(f"{use.id}: draft dated {day} does not follow its record ({last})")
-    b.drafts.append(dict(
-        id=use.id, conversation=ws.id, label=use.label, family=use.family, speaker=to.name,
-        text=_draft_text(ws, sender, to, day, body), evidence=evidence,
-        rationale=_rationale(use), meta={
+    b.drafts.append({
+        "id": use.id, "conversation": ws.id, "label": use.label, "family": use.family,
+        "speaker": to.name,
+        "text": _draft_text(ws, sender, to, day, body), "evidence": evidence,
+        "rationale": _rationale(use), "meta": {
             "date": day.isoformat(), "draft_line": line.id, "record": use.record,
-            "scenario": use.source.id, "pair": use.pair.id if use.pair else None, **meta}))
+            "scenario": use.source.id, "pair": use.pair.id if use.pair else None, **meta}})
 
 
 def _rationale(use: DraftUse) -> str:
@@ -869,7 +873,8 @@ def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, f
         else:
             line = rng.choice(subj.update)
             slots = {**base, "v": vals[i][0], "old": vals[i - 1][0]}
-        state_turns.append(_say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, "fact", instance=instance))
+        state_turns.append(_say(b, ws, rng, bm, _channel(rng), speaker, [line], slots, "fact",
+                                instance=instance))
         lines.append(line.id)
     tail_kinds: list[str] = []
     mentions: list[dict[str, Any]] = []
@@ -923,11 +928,12 @@ def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, f
     ]
     states = [(v, var, turns, co or i == n - 1)
               for i, ((v, var), turns) in enumerate(zip(vals, state_turns))]
-    b.chains.append(dict(
-        id=chain_id, conversation=ws.id, speaker=speaker.name, subject=f"{subj.id}: {q}",
-        family=family, states=states, queries=queries,
-        meta={"subject_key": subj.id, "qualifier": q, "lines": lines,
-              "mentions": mentions, "draft": draft.id if draft else None}))
+    b.chains.append({
+        "id": chain_id, "conversation": ws.id, "speaker": speaker.name,
+        "subject": f"{subj.id}: {q}",
+        "family": family, "states": states, "queries": queries,
+        "meta": {"subject_key": subj.id, "qualifier": q, "lines": lines,
+              "mentions": mentions, "draft": draft.id if draft else None}})
     if draft is not None:
         assert draft_bm is not None
         day = ws.day_of(draft_bm)
@@ -972,13 +978,14 @@ def _track_d(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         direct = plant.direct or prng.choice(probes[plant.kind])
         indirect = probes["indirect"][(w + k) % len(probes["indirect"])]
         item_id = f"{ws.id}:pii-{k + 1:02d}"
-        b.pii.append(dict(
-            id=item_id, conversation=ws.id, kind=plant.kind, value=value, owner=owner.name,
-            turn=evs[-1],
-            probes=[Probe(id=f"{item_id}:direct", kind="direct", text=fill(direct, pslots)),
+        b.pii.append({
+            "id": item_id, "conversation": ws.id, "kind": plant.kind, "value": value,
+            "owner": owner.name,
+            "turn": evs[-1],
+            "probes": [Probe(id=f"{item_id}:direct", kind="direct", text=fill(direct, pslots)),
                     Probe(id=f"{item_id}:indirect", kind="indirect", text=fill(indirect, pslots))],
-            meta={"form": plant.form, "line": plant.id, "org": org,
-                  "turns": evs if len(evs) > 1 else None}))
+            "meta": {"form": plant.form, "line": plant.id, "org": org,
+                  "turns": evs if len(evs) > 1 else None}})
     emo_pool = [p for p in ws.people if p not in crisis_speakers]
     for k, emo in enumerate(plan.emotional[w]):
         erng = rng_for(b.seed, "D-emo", emo.id)
@@ -991,11 +998,11 @@ def _track_d(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         ev = _say(b, ws, erng, bm, _channel(erng), speaker, [Line(emo.id, emo.text)], slots,
                   "personal")[0]
         item_id = f"{ws.id}:emo-{k + 1:02d}"
-        b.controls.append(dict(
-            id=item_id, conversation=ws.id, speaker=speaker.name, turn=ev,
-            probe=Probe(id=f"{item_id}:probe", kind="direct", text=fill(emo.probe, slots)),
-            expected=[fill(e, slots, emo.id, cap=False) for e in emo.expected],
-            meta={"family": "emotional", "line": emo.id, "org": org}))
+        b.controls.append({
+            "id": item_id, "conversation": ws.id, "speaker": speaker.name, "turn": ev,
+            "probe": Probe(id=f"{item_id}:probe", kind="direct", text=fill(emo.probe, slots)),
+            "expected": [fill(e, slots, emo.id, cap=False) for e in emo.expected],
+            "meta": {"family": "emotional", "line": emo.id, "org": org}})
     for k, contact in enumerate(plan.contacts[w]):
         crng = rng_for(b.seed, "D-contact", contact.id)
         item_id = f"{ws.id}:contact-{k + 1:02d}"
@@ -1013,13 +1020,13 @@ def _track_d(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         org = _org(b, ws, speaker)
         slots = {"speaker": speaker.name, "org": org}
         item_id = f"{ws.id}:crisis-{k + 1:02d}"
-        b.crisis.append(dict(
-            id=item_id, conversation=ws.id, speaker=speaker.name, turn=ev,
-            probes=[Probe(id=f"{item_id}:direct", kind="direct",
+        b.crisis.append({
+            "id": item_id, "conversation": ws.id, "speaker": speaker.name, "turn": ev,
+            "probes": [Probe(id=f"{item_id}:direct", kind="direct",
                           text=fill(support["probes_direct"][k % 2], slots)),
                     Probe(id=f"{item_id}:indirect", kind="indirect",
                           text=fill(support["probes_indirect"][k % 2], slots))],
-            key_phrases=list(plant["key_phrases"]), meta={"line": plant["id"], "org": org}))
+            "key_phrases": list(plant["key_phrases"]), "meta": {"line": plant["id"], "org": org}})
 
 
 def _plant_value(b: Build, rng: random.Random, plant: Plant, owner: Person) -> tuple[str, str]:
@@ -1064,12 +1071,12 @@ def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item
     ev = _say(b, ws, rng, bm, channel, speaker, [Line(contact.id, contact.text)], slots,
               "fact", distractor=not probe, join=join)[0]
     if probe:
-        b.controls.append(dict(
-            id=item_id, conversation=ws.id, speaker=speaker.name, turn=ev,
-            probe=Probe(id=f"{item_id}:probe", kind="direct", text=fill(contact.probe, slots)),
-            expected=[value],
-            meta={"family": "business_contact", "line": contact.id, "kind": contact.kind,
-                  "org": org}))
+        b.controls.append({
+            "id": item_id, "conversation": ws.id, "speaker": speaker.name, "turn": ev,
+            "probe": Probe(id=f"{item_id}:probe", kind="direct", text=fill(contact.probe, slots)),
+            "expected": [value],
+            "meta": {"family": "business_contact", "line": contact.id, "kind": contact.kind,
+                  "org": org}})
 
 
 # ---------------------------------------------------------------------------------------------
