@@ -8,15 +8,45 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 from rich.table import Table
+from typer.core import TyperGroup
 
+from twistbench.audit.contested import semantic_audit_files
+from twistbench.audit.core import audit
+from twistbench.audit.native import native_matrix
+from twistbench.audit.report import render_audit_markdown
+from twistbench.audit.tracing import write_traces
+from twistbench.datasets.locomo import dataset_notes
+from twistbench.datasets.paths import cs2_key_path
+from twistbench.datasets.registry import (
+    DATASETS,
+    DEFAULT_DATASET,
+    DatasetOptions,
+    load_dataset,
+)
+from twistbench.datasets.registry import (
+    REGISTRY as DATASET_REGISTRY,
+)
 from twistbench.errors import InputError
+from twistbench.judges import DEFAULT_JUDGE, make_judge
+from twistbench.model import dump_json_schemas
+from twistbench.records import find_run_folders
+from twistbench.report.compare import compare_folders, render_comparison
+from twistbench.report.plots import plot_profile
+from twistbench.report.runs import export_predictions as export
+from twistbench.report.runs import report_predictions, report_runs
+from twistbench.runs.conform import check_conformance
+from twistbench.runs.runner import RunSettings, run_system
+from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
+from twistbench.systems import DEFAULT_SYSTEMS, available_systems, make_system
+from twistbench.tracks import TRACKS
+from twistbench.validation.separability import render_validation_markdown, validate_dataset
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   help="twistbench: TWIST tracks and TIAP audits for conversational memory.")
@@ -26,7 +56,6 @@ app.add_typer(build_app, name="build")
 
 class _AuditGroup(TyperGroup):
     """`twist audit TRACES...` audits trace files; `twist audit native|labels` are subcommands."""
-
     def parse_args(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["traces", *args]
@@ -35,7 +64,8 @@ class _AuditGroup(TyperGroup):
 
 audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         help="TIAP: rescore saved retrieval traces under Raw / Source / Canonical "
-                        "targets. `twist audit TRACES...`, `twist audit native`, `twist audit labels`.")
+                        "targets. `twist audit TRACES...`, `twist audit native`, "
+                        "`twist audit labels`.")
 app.add_typer(audit_app, name="audit")
 console = Console(soft_wrap=True)  # Markdown tables printed as-is, never re-wrapped
 # soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
@@ -91,19 +121,15 @@ def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict
 
 
 def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool):
-    from twistbench.datasets import DEFAULT_DATASET, DatasetOptions, data_dir, load_dataset
-
     opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis)
     if name is None:
         name = DEFAULT_DATASET
-        if not (data_dir() / "twist-cs-2.0.json").exists():
+        if not cs2_key_path().exists():
             err.print("note: no committed TWIST-CS key found; running the built-in demo dataset")
             name = "demo"
     source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
               "include_crisis": crisis}
     ds = load_dataset(name, opts)
-    from twistbench.corpus.locomo import dataset_notes
-
     for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
         err.print(f"note: {line}", highlight=False, markup=False)
     return ds, source
@@ -114,17 +140,20 @@ def run(
     dataset: DatasetOpt = None,
     system: SystemOpt = None,
     option: OptionOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder root; each system gets "
-                                      "a subfolder. Running again resumes.")] = Path("runs/default"),
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Run folder root; each system gets a subfolder. Running again "
+        "resumes.")] = Path("runs/default"),
     track: Annotated[list[str] | None, typer.Option(
-        "--track", "-t", help="Only these tracks (A, B, C, D, locomo). Default: all that apply.")] = None,
+        "--track", "-t",
+        help="Only these tracks (A, B, C, D, locomo). Default: all that apply.")] = None,
     conversation: Annotated[list[str] | None, typer.Option(
         "--conversation", help="Only these conversation ids (repeatable).")] = None,
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
     include_crisis: CrisisOpt = False,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per system call.")] = 30.0,
-    ingest_timeout: Annotated[float, typer.Option(help="Seconds allowed per ingested session.")] = 300.0,
+    ingest_timeout: Annotated[float, typer.Option(
+        help="Seconds allowed per ingested session.")] = 300.0,
     max_error_rate: Annotated[float, typer.Option(
         help="Exit non-zero when the share of items that errored exceeds this.")] = 0.0,
     force_new: Annotated[bool, typer.Option(
@@ -132,12 +161,13 @@ def run(
     seed: Annotated[int, typer.Option(help="Seed recorded in the manifest and given to "
                                       "stochastic parts.")] = 1337,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    judge: Annotated[str, typer.Option(
+        "--judge", help="Judge of free-text answers (Track C): a registered name (structural), "
+        "an installed plugin, or module:Class.")] = DEFAULT_JUDGE,
 ) -> None:
     """Run systems through the TWIST tracks and print the profile."""
-    from twistbench.runs.runner import RunSettings, run_system
-    from twistbench.systems import DEFAULT_SYSTEMS, make_system
-
     try:
+        judge_obj = make_judge(judge)
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         systems = system or list(DEFAULT_SYSTEMS)
         per = parse_options(option, systems)
@@ -151,7 +181,7 @@ def run(
             folder = out / _folder_name(spec)
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
                                  gold_channel=entry.gold_channel, settings=settings,
-                                 dataset_source=source)
+                                 judge=judge_obj, dataset_source=source)
             folders.append(folder)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
                     f"{outcome.errors} errors")
@@ -174,7 +204,6 @@ def _folder_name(spec: str) -> str:
 
 def _print_report(folders: list[Path], out: Path | None, fmt: str = "md",
                   locomo: Path | None = None) -> None:
-    from twistbench.report.runs import report_runs
 
     _emit_report(report_runs(folders, locomo=locomo), out, fmt)
 
@@ -183,7 +212,6 @@ def _emit_report(rep, out: Path | None, fmt: str) -> None:  # noqa: ANN001 - Run
     """Print the profile; with `out`, also write report.md, report.json and profile plots."""
     written = []
     if out is not None:
-        from twistbench.report.plots import plot_profile
 
         out.mkdir(parents=True, exist_ok=True)
         (out / "report.md").write_text(rep.markdown, encoding="utf-8")
@@ -209,8 +237,6 @@ def report(
     locomo: LocomoOpt = None,
 ) -> None:
     """Re-score saved runs (no system is called) and print the profile."""
-    from twistbench.runs.folder import find_run_folders
-
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
@@ -227,8 +253,6 @@ def compare(
     locomo: LocomoOpt = None,
 ) -> None:
     """Paired McNemar tests per item type between two runs on the same key."""
-    from twistbench.report.compare import compare_folders, render_comparison
-
     try:
         cmp = compare_folders(run_1, run_2, locomo=locomo)
     except InputError as exc:
@@ -244,9 +268,8 @@ def export_predictions(
     run_dir: Annotated[Path, typer.Argument(help="A run folder with Track B items.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Predictions file (JSONL).")],
 ) -> None:
-    """Write Track B verdicts in the public TWIST predictions format {item_id, aligned, evidence}."""
-    from twistbench.report.runs import export_predictions as export
-
+    """Write Track B verdicts in the public TWIST predictions format
+    {item_id, aligned, evidence}."""
     try:
         n = export(run_dir, out)
     except InputError as exc:
@@ -263,8 +286,6 @@ def score_predictions(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report here.")] = None,
 ) -> None:
     """Score Track B predictions made by another harness against a key."""
-    from twistbench.report.runs import report_predictions
-
     try:
         ds, _ = _dataset(dataset, locomo, None, False)
         _emit_report(report_predictions(ds, predictions, system=name), out, "md")
@@ -274,13 +295,10 @@ def score_predictions(
 
 @app.command("list")
 def list_(
-    what: Annotated[str | None, typer.Argument(help="datasets, systems or tracks (default all)")] = None,
+    what: Annotated[str | None, typer.Argument(
+        help="datasets, systems or tracks (default all)")] = None,
 ) -> None:
     """List datasets, systems and tracks."""
-    from twistbench.datasets import DATASETS
-    from twistbench.systems import REGISTRY
-    from twistbench.tracks import TRACKS
-
     sections = [what] if what else ["datasets", "systems", "tracks"]
     for sec in sections:
         table = Table(title=sec)
@@ -293,7 +311,7 @@ def list_(
         elif sec == "systems":
             table.add_column("name")
             table.add_column("description")
-            for s in REGISTRY.values():
+            for s in available_systems().values():
                 table.add_row(s.name, s.description)
         elif sec == "tracks":
             table.add_column("key")
@@ -312,9 +330,6 @@ def conform(
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 30.0,
 ) -> None:
     """Check a system against the contract on a small built-in conversation."""
-    from twistbench.runs.conform import check_conformance
-    from twistbench.systems import make_system
-
     try:
         sys_obj, _ = make_system(system, parse_options(option, [system])[system])
     except InputError as exc:
@@ -338,9 +353,9 @@ def conform(
 def build_cs(
     out: Annotated[Path, typer.Option("--out", "-o", help="Key file to write (its .sha256 "
                                       "goes beside it).")] = Path("twist-cs.json"),
-    seed: Annotated[int | None, typer.Option(help="Generator seed; the same seed gives "
-                                             "byte-identical output. Default: the seed of "
-                                             "the committed key of that version.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Generator seed; the same seed gives byte-identical output. Default: the seed of "
+        "the committed key of that version.")] = None,
     version: Annotated[str, typer.Option(
         "--version", help="Key version: 2.0 (written banks, the default) or 1.0 (the first, "
         "templated key, kept reproducible).")] = "2.0",
@@ -360,13 +375,16 @@ def build_cs(
         if paraphrase:
             _fail_input(InputError("--paraphrase", "paraphrasing is a 1.0 option: 2.0 lines are "
                                    "written, not generated", expected="--version 1.0"))
+        # itemgen loads only for `twist build` (ARCHITECTURE.md)
         from twistbench.itemgen.cs2 import DEFAULT_SEED as SEED_2
         from twistbench.itemgen.cs2 import run_build
 
         run_build(out=out, seed=SEED_2 if seed is None else seed,
                   include_crisis=include_crisis, console=console)
         return
-    from twistbench.build.cs_workspace import DEFAULT_SEED, ParaphraseConfig, run_build_cs
+    # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
+    from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
+    from twistbench.itemgen.paraphrase import ParaphraseConfig
 
     para = None
     if paraphrase:
@@ -392,7 +410,8 @@ def build_locomo(
     include_crisis: CrisisOpt = False,
 ) -> None:
     """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
-    from twistbench.build.locomo_inject import DEFAULT_SEED, write_locomo_key
+    # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
+    from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
     try:
         digest, rep = write_locomo_key(out, locomo, seed=DEFAULT_SEED if seed is None else seed,
@@ -412,8 +431,9 @@ def validate(
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
     include_crisis: CrisisOpt = False,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the reference runs, "
-                                      "validation.md and validation.json.")] = Path("runs/validate"),
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Folder for the reference runs, validation.md and "
+        "validation.json.")] = Path("runs/validate"),
     write_filtered: Annotated[Path | None, typer.Option(
         help="Write a key without the items flat RAG solves or the oracle fails.")] = None,
     with_heuristic: Annotated[bool, typer.Option(
@@ -421,8 +441,6 @@ def validate(
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Separability audit (whitepaper §6.3): flat-rag, fact-rag and oracle on every item."""
-    from twistbench.validate import render_markdown, validate_dataset
-
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         rep = validate_dataset(ds, out, write_filtered=write_filtered,
@@ -430,7 +448,7 @@ def validate(
                                dataset_source=source)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(rep), markup=False, highlight=False)
+    console.print(render_validation_markdown(rep), markup=False, highlight=False)
     if not rep.passed:
         raise typer.Exit(1)
 
@@ -453,15 +471,10 @@ def trace(
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
 ) -> None:
     """Write ranked retrieval traces and lineage of a system (input to `twist audit`)."""
-    from twistbench.audit.tracing import load_audit_corpus, write_traces
-    from twistbench.systems import make_system
-
     try:
-        if dataset in ("longmemeval", "beam"):
-            if data is None:
-                raise InputError("--data", f"--dataset {dataset} needs --data PATH",
-                                 expected="the benchmark's file or folder")
-            ds = load_audit_corpus(dataset, data, granularity=granularity, tier=tier)
+        entry = DATASET_REGISTRY.get(dataset or "")
+        if entry is not None and entry.audit_only:
+            ds = entry.load(DatasetOptions(data=data, granularity=granularity, tier=tier))
         else:
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
         sys_obj, _ = make_system(system, parse_options(option, [system])[system])
@@ -479,22 +492,23 @@ def audit_traces(
                                                  "folders written by `twist trace`.")],
     lineage: Annotated[list[Path] | None, typer.Option(
         help="Lineage JSONL: one for all runs or one per run (default: each folder's).")] = None,
-    gold: Annotated[Path | None, typer.Option(help="Gold JSONL (default: the first folder's).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write audit.md, audit.json, "
-                                             "per-query scores, contested cases, TREC files.")] = None,
-    metric_variant: Annotated[str, typer.Option(help="standard or longmemeval (nDCG discount).")] = "standard",
+    gold: Annotated[Path | None, typer.Option(
+        help="Gold JSONL (default: the first folder's).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write audit.md, audit.json, per-query scores, contested cases, "
+        "TREC files.")] = None,
+    metric_variant: Annotated[str, typer.Option(
+        help="standard or longmemeval (nDCG discount).")] = "standard",
     k: Annotated[int | None, typer.Option("-k", help="Cutoff (default: the traces' k).")] = None,
-    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 3000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 1337,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = TIAP_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (TIAP §4).")] = TIAP_BOOTSTRAP_SEED,
     group: Annotated[list[str] | None, typer.Option(
-        help="NAME=run1,run2: a configuration set for design recommendations (repeatable).")] = None,
+        help="NAME=run1,run2: a configuration set for design recommendations "
+        "(repeatable).")] = None,
     labels: Annotated[list[Path] | None, typer.Option(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
     """Rescore saved traces under Raw, Source and Canonical targets."""
-    from twistbench.audit.core import audit
-    from twistbench.audit.report import render_markdown
-
     groups = {}
     for g in group or []:
         if "=" not in g:
@@ -507,7 +521,7 @@ def audit_traces(
                     seed=seed, k=k, groups=groups or None, labels=labels or ())
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(res), markup=False, highlight=False)
+    console.print(render_audit_markdown(res), markup=False, highlight=False)
 
 
 @audit_app.command("native")
@@ -520,22 +534,19 @@ def audit_native(
     max_facts: Annotated[list[int] | None, typer.Option(
         help="Parser densities (default 1, 5, 8).")] = None,
     k: Annotated[int, typer.Option("-k", help="Ranked ids per query.")] = 60,
-    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 3000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 1337,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = TIAP_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (TIAP §4).")] = TIAP_BOOTSTRAP_SEED,
     conversation: Annotated[list[str] | None, typer.Option(
         help="Only these LoCoMo conversations (repeatable).")] = None,
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
-    from twistbench.audit.native import native_matrix
-    from twistbench.audit.report import render_markdown
-
     try:
         res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
                             max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,
                             seed=seed, conversations=conversation)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(res.audit), markup=False, highlight=False)
+    console.print(render_audit_markdown(res.audit), markup=False, highlight=False)
     console.print(res.recommendation_table(), markup=False, highlight=False)
 
 
@@ -543,11 +554,10 @@ def audit_native(
 def audit_labels(
     cases: Annotated[Path, typer.Argument(help="contested_cases.jsonl written by `twist audit`.")],
     labels: Annotated[list[Path], typer.Argument(help="Rater CSVs (case_id, rater, label).")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the result as JSON.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write the result as JSON.")] = None,
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
-    from twistbench.audit.contested import semantic_audit_files
-
     try:
         res = semantic_audit_files(cases, labels, out)
     except InputError as exc:
@@ -556,7 +566,6 @@ def audit_labels(
 
 
 def _as_jsonable(obj):  # noqa: ANN001, ANN202
-    from dataclasses import asdict, is_dataclass
 
     if hasattr(obj, "model_dump"):
         return obj.model_dump()
@@ -570,8 +579,6 @@ def schema(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")] = None,
 ) -> None:
     """Print the JSON Schema of every record (datasets, items, system outputs)."""
-    from twistbench.model import dump_json_schemas
-
     text = dump_json_schemas()
     if out:
         out.write_text(text + "\n", encoding="utf-8")

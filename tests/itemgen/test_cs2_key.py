@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from twistbench.build.key import read_key, sha256_file
-from twistbench.datasets import DEFAULT_DATASET, load_dataset
+from twistbench.datasets.keyfile import read_key, sha256_file
+from twistbench.datasets.registry import DEFAULT_DATASET, load_dataset
 from twistbench.itemgen import cs2
 from twistbench.itemgen.cs2.generate import SIZES
 

@@ -18,7 +18,7 @@ from twistbench.itemgen.cs2.generate import line_kinds
 from twistbench.itemgen.cs2.report import duplicate_share
 from twistbench.itemgen.cs2.text import grammar_problems
 from twistbench.itemgen.cs2.world import MONTHS, email_body
-from twistbench.judge.structural import classify_answer, value_leaked
+from twistbench.judges.structural import classify_answer, value_leaked
 
 BANKS = load_banks()
 KINDS = line_kinds(BANKS)
@@ -114,7 +114,7 @@ def test_track_a_slots_are_drawn_alike_for_both_labels(cs2_built):
     idx = _index(ds)
     pos = {}
     for c in ds.conversations:
-        for s, evs in c.sessions():
+        for _s, evs in c.sessions():
             for i, e in enumerate(evs):
                 pos[e.id] = i / max(1, len(evs) - 1)
     rev = [(a.meta["gap_days"], idx[a.reversal[0]].session, pos[a.reversal[0]])

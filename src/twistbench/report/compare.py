@@ -21,10 +21,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from twistbench.contract import Capabilities
 from twistbench.errors import InputError
 from twistbench.model import Dataset
-from twistbench.runs.records import ItemRecord
-from twistbench.stats import ItemOutcome, holm, mcnemar
+from twistbench.records import ItemRecord, read_manifest
+from twistbench.report.runs import capabilities_from_manifest, score_folder
+from twistbench.stats import holm, mcnemar
 from twistbench.tracks import item_outcomes
-
+from twistbench.tracks.base import ItemOutcome
 
 _SAME_KEY = "two runs on the same key (a paired test needs the same items)"
 
@@ -103,9 +104,6 @@ def compare_folders(folder_1: str | Path, folder_2: str | Path, locomo: Path | N
                     dataset: Dataset | None = None) -> Comparison:
     """`twist compare RUN1 RUN2`: load both run folders and compare them (no system is called).
     Refuses runs on different key sha256s before loading any dataset."""
-    from twistbench.report.runs import capabilities_from_manifest, score_folder
-    from twistbench.runs.folder import read_manifest
-
     m1, m2 = read_manifest(folder_1), read_manifest(folder_2)
     k1 = (m1.get("dataset") or {}).get("sha256")
     k2 = (m2.get("dataset") or {}).get("sha256")

@@ -10,6 +10,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
+from twistbench.datasets.keyfile import write_key
+from twistbench.datasets.paths import cs2_key_path, repo_data_dir
 from twistbench.itemgen.cs2.banks import Banks, load_banks
 from twistbench.itemgen.cs2.generate import (
     CRISIS_KEY_FILE,
@@ -21,22 +25,17 @@ from twistbench.itemgen.cs2.generate import (
     VERSION_CRISIS,
     build,
 )
+from twistbench.itemgen.cs2.report import surface_report
 from twistbench.model import Dataset
-
-_REPO = Path(__file__).resolve().parents[4]
 
 
 def key_path(include_crisis: bool = False) -> Path:
-    """Where the committed 2.0 key lives in a checkout (data/), or in an installed wheel."""
-    from twistbench.datasets import data_dir  # moves to datasets.paths with the new layout
-
-    return data_dir() / (CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+    """Where the committed 2.0 key lives (data/ in a checkout, twistbench/_data in a wheel)."""
+    return cs2_key_path(include_crisis)
 
 
 def write_dataset(out: Path, dataset: Dataset) -> str:
     """Write a built dataset as a versioned key (+ .sha256 beside it); return the sha256."""
-    from twistbench.build.key import write_key  # moves to datasets.keyfile with the new layout
-
     return write_key(out, name=NAME, version=dataset.version,
                      payload=dataset.model_dump(mode="json"))
 
@@ -47,7 +46,7 @@ def write_key_2(out: Path | None = None, seed: int = DEFAULT_SEED, include_crisi
     checkout."""
     ds = build(seed=seed, include_crisis=include_crisis, banks=banks)
     if out is None:
-        out = _REPO / "data" / (CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+        out = repo_data_dir() / (CRISIS_KEY_FILE if include_crisis else KEY_FILE)
     return write_dataset(out, ds)
 
 
@@ -55,14 +54,10 @@ def run_build(out: Path | None = None, seed: int = DEFAULT_SEED, include_crisis:
               console: Any = None) -> str:
     """What `twist build cs --version 2.0` does: build, write, print counts and the surface
     report (duplicates, lines used, channel mix). Returns the sha256."""
-    from rich.console import Console
-
-    from twistbench.itemgen.cs2.report import surface_report
-
     console = console or Console()
     ds = build(seed=seed, include_crisis=include_crisis)
     if out is None:
-        out = _REPO / "data" / (CRISIS_KEY_FILE if include_crisis else KEY_FILE)
+        out = repo_data_dir() / (CRISIS_KEY_FILE if include_crisis else KEY_FILE)
     digest = write_dataset(out, ds)
     console.print(f"[bold]{ds.version}[/bold] -> {out}  sha256 {digest}", highlight=False)
     console.print(", ".join(f"{k} {v}" for k, v in ds.counts().items()), highlight=False)

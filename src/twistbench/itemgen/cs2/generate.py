@@ -37,7 +37,7 @@ from twistbench.itemgen.cs2.banks import (
     Topic,
     load_banks,
 )
-from twistbench.itemgen.cs2.text import address, fill, grammar_problems
+from twistbench.itemgen.cs2.text import address, fill, grammar_problems, slots_of
 from twistbench.itemgen.cs2.values import ValueSource, date_text
 from twistbench.itemgen.cs2.world import (
     DAY_MINUTES,
@@ -391,7 +391,7 @@ def _place_drafts(rng: random.Random, stale: list[tuple[Any, str]], ack: list[tu
     per = [len(g) // N_WORKSPACES for g in groups]
     # pos[g][r][i]: workspace of skeleton i of group g under record r (0 keep, 1 change)
     pos = []
-    for g, grp in enumerate(groups):
+    for g in range(len(groups)):
         pools = []
         for _ in range(2):
             pool = [w for w in range(N_WORKSPACES) for _ in range(per[g])]
@@ -574,7 +574,7 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         inner_evs = [say(bm, _channel(rng), line) for bm, line in zip(bms[1:-1], inner_lines)]
         target_ev = say(bms[-1], ch_target, t.target)
         used = sorted({s for line in [anchor_line, *inner_lines, t.target]
-                       for s in _slots(line.text)} - {"company", "vendor", "product"})
+                       for s in slots_of(line.text)} - {"company", "vendor", "product"})
         meta = {"topic_key": t.id, "form": t.form, "target_line": t.target.id,
                 "anchor_line": anchor_line.id, "inner_lines": [x.id for x in inner_lines],
                 "channels": {"anchor": ch_anchor, "target": ch_target},
@@ -618,12 +618,6 @@ def _use(ws: Workspace, source_id: str) -> None:
     """Record that a scenario, subject or contact is used here (U:), so that no stance topic
     excluding it joins this workspace later."""
     ws.claims.add(f"U:{source_id}")
-
-
-def _slots(text: str) -> list[str]:
-    from twistbench.itemgen.cs2.text import slots_of
-
-    return slots_of(text)
 
 
 def _pair_id(plan: Plan, use: ArcUse) -> str:
@@ -698,7 +692,7 @@ def _scenario_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
     body = fill(line.text, slots, line.id)
     _add_draft(b, ws, use, speaker, ws.day_of(draft_bm), body, evidence,
                {"instance": instance, "record_lines": [base_line.id, out_line.id],
-                "slots": {k: slots[k] for k in _slots(line.text) if k in slots}})
+                "slots": {k: slots[k] for k in slots_of(line.text) if k in slots}})
 
 
 _DISTINGUISHING = ("team", "feature", "integration")
@@ -1311,7 +1305,7 @@ def _fact_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
 
 def _safety_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
                         count: Any, spare_emotional: list[Emotional]) -> None:
-    for k in range(200):
+    for _ in range(200):
         if deficit("d.plant") <= 0:
             break
         # personal details nobody asks about: said like plants, never probed
