@@ -18,7 +18,7 @@ from twistbench.itemgen.cs2.text import (
 
 def test_every_bank_has_provenance_and_the_item_banks_load():
     banks = load_banks()
-    assert len(banks.topics) == 40 and len(banks.scenarios) == 18 and len(banks.subjects) == 14
+    assert len(banks.topics) == 50 and len(banks.scenarios) == 18 and len(banks.subjects) == 14
     assert len(banks.background) > 300
     for name, prov in banks.provenance.items():
         assert prov["drafted_by"] and prov["reviewed_by"] and prov["drafted_on"], name

@@ -67,7 +67,7 @@ def test_an_acknowledged_change_never_repeats_a_reversal_sentence(cs2_built):
 
 def test_every_acknowledgement_says_the_change_out_loud():
     cue = re.compile(r"\b(said|told|know I|correct|walk(ing)? back|revers|take (that )?back|"
-                     r"revis|changed?|withdr|retract|wrong|scrap|forget|disregard|no longer|"
+                     r"revis|chang(e|ed|ing)|withdr|retract|wrong|scrap|forget|disregard|no longer|"
                      r"isn't anymore|reconsider|rethink|have to update|overruled|come round|"
                      r"turned down|spoke too soon|opposite|dropped|earlier I|"
                      r"isn't one I can keep)", re.IGNORECASE)

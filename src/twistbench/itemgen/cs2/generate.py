@@ -292,7 +292,10 @@ def make_plan(seed: int, banks: Banks) -> Plan:
     arcs: list[ArcUse] = []
     rev_n = [0] * N_WORKSPACES
     hn_n = [0] * N_WORKSPACES
-    for t, a, b in _assign_topics(rng, banks.topics):
+    # 40 of the topics are items (each target twice); the others serve distractors only
+    chosen = set(rng.sample(range(len(banks.topics)), SIZES["reversal_arcs"]))
+    item_topics = [t for i, t in enumerate(banks.topics) if i in chosen]
+    for t, a, b in _assign_topics(rng, item_topics):
         def cost(r: int, h: int) -> int:
             rev_n[r] += 1
             hn_n[h] += 1
@@ -853,6 +856,7 @@ def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, f
     draft_bm = _bdays_after(ws, bms[-1], rng, 1, 5) if draft is not None else None
     not_before = ws.day_of(draft_bm) if draft_bm is not None else None
     vals = _chain_values(b, ws, rng, subj, bms, family, not_before)
+    ws.reserved.update(v for v, _ in vals)
     base = {"q": q, **_common(b, ws)}
     instance = f"C:{subj.id}:{q}"
     state_turns: list[list[Ev]] = []
@@ -874,9 +878,9 @@ def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, f
     mentions: list[dict[str, Any]] = []
     if family != "coexisting":
         r = rng.random()
-        if r < 0.7:
+        if r < 0.8:
             tail_kinds = rng.choice([["history"], ["reaffirm", "history"], ["retract", "history"]])
-        elif r < 0.9:
+        elif r < 0.93:
             tail_kinds = rng.choice([["reaffirm"], ["history", "reaffirm"]])
         else:
             tail_kinds = rng.choice([[], ["retract"]])
@@ -906,6 +910,7 @@ def _chain(b: Build, ws: Workspace, rng: random.Random, subj: Subject, q: str, f
             x, _ = b.values.value(subj.kind, rng, ws, taken, day + timedelta(days=10),
                                   day + timedelta(days=100))
             line = rng.choice(subj.retract)
+            ws.reserved.add(x)
             ev = _say(b, ws, rng, t, _channel(rng), speaker, [line], {**base, "x": x},
                       "statement", instance=instance)[0]
             mentions.append({"kind": "retract", "line": line.id, "turn": ev, "value": x})
@@ -1179,7 +1184,7 @@ def _stance_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: An
             continue
         t = rng.choice(topics)
         _claim_topic(ws, t)
-        weights = [sum(max(0.05, deficit("a." + p)) for p in parts) for parts in STANCE_SETS]
+        weights = [max(0.05, sum(deficit("a." + p) for p in parts)) for parts in STANCE_SETS]
         parts = rng.choices(STANCE_SETS, weights=weights)[0]
         speaker = rng.choice(ws.of(t.side, t.roles))
         _keep_out(b, ws, t, speaker)

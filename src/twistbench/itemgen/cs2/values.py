@@ -63,9 +63,11 @@ class ValueSource:
               min_day: date | None = None, max_day: date | None = None
               ) -> tuple[str, list[str]]:
         """A fresh value of a Track C kind with its accepted variants. Dates fall in
-        [min_day, max_day]."""
+        [min_day, max_day]. Values a chain of this workspace already holds (ws.reserved) are
+        avoided while others are left, so that a later mention of a chain's value is about
+        that chain (the recency baselines must not be helped or hurt by chance)."""
         v = self.values
-        for _ in range(500):
+        for attempt in range(500):
             if kind == "seats":
                 n = rng.randrange(20, 600, 5)
                 val, var = f"{n} seats", [str(n)]
@@ -97,7 +99,7 @@ class ValueSource:
                 var = list(var)
             else:
                 raise ValueError(f"unknown value kind {kind!r}")
-            if val not in taken:
+            if val not in taken and (attempt >= 300 or val not in ws.reserved):
                 taken.add(val)
                 return val, var
         raise RuntimeError(f"value pool exhausted for {kind}")

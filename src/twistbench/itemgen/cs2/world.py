@@ -84,6 +84,7 @@ class Workspace:
     threads: int = 0
     said: set[str] | None = None  # shared with the Context: every text said outside e-mail
     call_ends: dict[str, datetime] = field(default_factory=dict)  # call thread -> its last turn
+    reserved: set[str] = field(default_factory=set)  # values held by this workspace's chains
 
     @property
     def business_minutes(self) -> int:
