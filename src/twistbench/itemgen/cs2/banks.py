@@ -58,6 +58,8 @@ class Topic:
     ack: tuple[Line, ...]
     drift: tuple[Line, ...]
     excludes: tuple[str, ...] = ()  # scenario, subject and contact ids never in its workspace
+    hard_negatives: tuple[str, ...] = ("ack",)  # kinds of hard negative that fit ("consistent")
+    pairable: bool = True  # two people of one company can say the target
 
 
 @dataclass(frozen=True)
@@ -231,7 +233,8 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
                             *(ids.lines(a_path, t, k) for k in ("anchor_contra",
                                                                 "anchor_consistent", "ack",
                                                                 "drift")),
-                            tuple(t.get("excludes", []))))
+                            tuple(t.get("excludes", [])),
+                            tuple(t.get("hard_negatives", ["ack"])), bool(t.get("pairable", True))))
         if not (topics[-1].anchor_contra and topics[-1].anchor_consistent and topics[-1].ack):
             raise InputError(str(a_path), f"{where}: a topic needs anchor_contra, "
                              "anchor_consistent and ack lines", field=where)

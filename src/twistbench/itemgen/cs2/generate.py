@@ -242,9 +242,8 @@ class Plan:
     crisis: list[list[dict[str, Any]]]
 
 
-def _assign_topics(rng: random.Random, topics: list[Topic]) -> list[tuple[Topic, int, int]]:
-    """Two distinct workspaces per topic, never two topics of one group in a workspace, loads
-    as even as possible."""
+def _assign_topics(rng: random.Random, topics: list[Topic]) -> list[tuple[Topic, int]]:
+    """One workspace per topic, never two topics of one group in a workspace, loads even."""
     for _ in range(2000):
         load = [0] * N_WORKSPACES
         groups: list[set[str]] = [set() for _ in range(N_WORKSPACES)]
@@ -253,71 +252,32 @@ def _assign_topics(rng: random.Random, topics: list[Topic]) -> list[tuple[Topic,
         out = []
         for t in order:
             cands = [w for w in range(N_WORKSPACES) if t.group not in groups[w]]
-            if len(cands) < 2:
+            if not cands:
                 break
             rng.shuffle(cands)
-            cands.sort(key=lambda w: load[w])
-            a, b = cands[0], cands[1]
-            for w in (a, b):
-                load[w] += 1
-                groups[w].add(t.group)
-            out.append((t, a, b))
+            w = min(cands, key=lambda x: load[x])
+            load[w] += 1
+            groups[w].add(t.group)
+            out.append((t, w))
         else:
-            return out
+            return sorted(out, key=lambda tw: topics.index(tw[0]))
     raise RuntimeError("could not assign Track A topics to workspaces")
-
-
-def _pair_workspaces(rng: random.Random, n: int, per_ws: int) -> list[tuple[int, int]]:
-    """n pairs of distinct workspaces; each workspace is first `per_ws` times and second
-    `per_ws` times."""
-    for _ in range(2000):
-        first = [w for w in range(N_WORKSPACES) for _ in range(per_ws)]
-        second = first[:]
-        rng.shuffle(first)
-        rng.shuffle(second)
-        for i in range(n):
-            if first[i] == second[i]:
-                js = [j for j in range(n) if second[j] != first[i] and second[i] != first[j]]
-                if js:
-                    j = rng.choice(js)
-                    second[i], second[j] = second[j], second[i]
-        if all(a != b for a, b in zip(first, second)):
-            return list(zip(first, second))
-    raise RuntimeError("could not pair workspaces")
 
 
 def make_plan(seed: int, banks: Banks) -> Plan:
     rng = rng_for(seed, "plan")
-    # Track A: each topic twice; the label of each use is a coin, balanced per workspace.
+    # Track A: 40 topics are items; each target is said twice in one workspace, by two people:
+    # once closing a reversal, once closing a hard negative.
+    pairable = [t for t in banks.topics if t.pairable and len(t.roles) >= 2]
+    chosen = set(rng.sample(range(len(pairable)), SIZES["reversal_arcs"]))
+    item_topics = [t for i, t in enumerate(pairable) if i in chosen]
     arcs: list[ArcUse] = []
-    rev_n = [0] * N_WORKSPACES
-    hn_n = [0] * N_WORKSPACES
-    # 40 of the topics are items (each target twice); the others serve distractors only
-    chosen = set(rng.sample(range(len(banks.topics)), SIZES["reversal_arcs"]))
-    item_topics = [t for i, t in enumerate(banks.topics) if i in chosen]
-    for t, a, b in _assign_topics(rng, item_topics):
-        def cost(r: int, h: int) -> int:
-            rev_n[r] += 1
-            hn_n[h] += 1
-            c = sum(abs(x - y) for x, y in zip(rev_n, hn_n))
-            rev_n[r] -= 1
-            hn_n[h] -= 1
-            return c
-        options = [(a, b), (b, a)]
-        rng.shuffle(options)
-        r, h = min(options, key=lambda o: cost(*o))
-        rev_n[r] += 1
-        hn_n[h] += 1
-        arcs.append(ArcUse(t, r, "reversal", other_ws=h))
-        arcs.append(ArcUse(t, h, "hard_negative", other_ws=r))
-    hn_types = ["ack"] * (SIZES["hard_negative_arcs"] // 2)
-    hn_types += ["consistent"] * (SIZES["hard_negative_arcs"] - len(hn_types))
-    rng.shuffle(hn_types)
-    for use, ht in zip([u for u in arcs if u.label == "hard_negative"], hn_types):
-        use.hn_type = ht
-    for use in arcs:
-        if use.label == "reversal":
-            use.n_drift = rng.choices((0, 1, 2), weights=(55, 30, 15))[0]
+    for t, w in _assign_topics(rng, item_topics):
+        hn_type = "consistent" if "consistent" in t.hard_negatives and rng.random() < 0.65 \
+            else "ack"
+        arcs.append(ArcUse(t, w, "reversal", n_drift=rng.choices((0, 1, 2),
+                                                                 weights=(55, 30, 15))[0]))
+        arcs.append(ArcUse(t, w, "hard_negative", hn_type=hn_type))
     excluded = [{x for u in arcs if u.ws == w for x in u.topic.excludes}
                 for w in range(N_WORKSPACES)]
     # Track B: every draft wording twice, labels decided by the record.
@@ -386,65 +346,51 @@ def _deal(items: list[Any], rng: random.Random) -> list[list[Any]]:
 
 def _place_drafts(rng: random.Random, stale: list[tuple[Any, str]], ack: list[tuple[Any, str]],
                   banks: Banks, excluded: list[set[str]]) -> list[DraftUse]:
-    """Give every draft wording two workspaces, one per record (kept, changed), so that each
-    workspace gets as many of each as every other, no wording meets a record its workspace's
-    stance topics exclude, the two workspaces differ, and a scenario that has no slot telling
-    instances apart is an item at most once per workspace. Local search from a random start."""
-    groups = [stale, ack]
-    per = [len(g) // N_WORKSPACES for g in groups]
-    # pos[g][r][i]: workspace of skeleton i of group g under record r (0 keep, 1 change)
+    """Give every draft wording one workspace, where it is used twice, about two instances: the
+    plan kept (or the value unchanged) and the plan changed (or the value updated). Each
+    workspace gets as many wordings of each kind as every other, and never one its stance topics
+    exclude. Local search from a random start."""
+    # value wordings and scenario wordings spread evenly too (value ones bring chains)
+    groups = [[k for k in stale if isinstance(k[0], Subject)],
+              [k for k in stale if not isinstance(k[0], Subject)],
+              [k for k in ack if isinstance(k[0], Subject)],
+              [k for k in ack if not isinstance(k[0], Subject)]]
+    if any(len(g) % N_WORKSPACES for g in groups):
+        raise RuntimeError("Track B wordings do not divide evenly among the workspaces")
     pos = []
-    for g in range(len(groups)):
-        pools = []
-        for _ in range(2):
-            pool = [w for w in range(N_WORKSPACES) for _ in range(per[g])]
-            rng.shuffle(pool)
-            pools.append(pool)
-        pos.append(pools)
-    single = {s.id for s in banks.scenarios if not _distinguishing_slots(s)}
-    index = {}
-    for g, grp in enumerate(groups):
-        for i, (src, _) in enumerate(grp):
-            index.setdefault(src.id, []).append((g, i))
+    for grp in groups:
+        pool = [w for w in range(N_WORKSPACES) for _ in range(len(grp) // N_WORKSPACES)]
+        rng.shuffle(pool)
+        pos.append(pool)
 
     def bad(g: int, i: int) -> int:
-        src = groups[g][i][0]
-        a, z = pos[g][0][i], pos[g][1][i]
-        n = int(a == z) + int(src.id in excluded[a]) + int(src.id in excluded[z])
-        if src.id in single:
-            ws_all = [pos[h][r][j] for h, j in index[src.id] for r in (0, 1)]
-            n += len(ws_all) - len(set(ws_all))
-        return n
+        return int(groups[g][i][0].id in excluded[pos[g][i]])
 
-    def total() -> int:
-        return sum(bad(g, i) for g in range(2) for i in range(len(groups[g])))
-
-    cost = total()
+    cost = sum(bad(g, i) for g in range(len(groups)) for i in range(len(groups[g])))
     for _ in range(50000):
         if cost == 0:
             break
-        viol = [(g, i) for g in range(2) for i in range(len(groups[g])) if bad(g, i)]
+        viol = [(g, i) for g in range(len(groups)) for i in range(len(groups[g])) if bad(g, i)]
         g, i = rng.choice(viol)
-        r = rng.randrange(2)
         j = rng.randrange(len(groups[g]))
-        pos[g][r][i], pos[g][r][j] = pos[g][r][j], pos[g][r][i]
-        new = total()
-        if new <= cost:
-            cost = new
+        before = bad(g, i) + bad(g, j)
+        pos[g][i], pos[g][j] = pos[g][j], pos[g][i]
+        after = bad(g, i) + bad(g, j)
+        if after <= before:
+            cost += after - before
         else:
-            pos[g][r][i], pos[g][r][j] = pos[g][r][j], pos[g][r][i]
+            pos[g][i], pos[g][j] = pos[g][j], pos[g][i]
     if cost:
         raise RuntimeError("could not place Track B draft wordings")
     drafts: list[DraftUse] = []
-    labels = [("aligned", "contradicting"), ("contradicting", "hard_negative")]
+    stale_labels, ack_labels = ("aligned", "contradicting"), ("contradicting", "hard_negative")
     for g, grp in enumerate(groups):
-        lab_keep, lab_change = labels[g]
+        lab_keep, lab_change = stale_labels if g < 2 else ack_labels
         for i, (src, which) in enumerate(grp):
             fam_keep, fam_change = _draft_families(src, which)
-            w_keep, w_change = pos[g][0][i], pos[g][1][i]
-            u_keep = DraftUse(src, which, w_keep, "keep", lab_keep, fam_keep, other_ws=w_change)
-            u_change = DraftUse(src, which, w_change, "change", lab_change, fam_change,
-                                other_ws=w_keep)
+            w = pos[g][i]
+            u_keep = DraftUse(src, which, w, "keep", lab_keep, fam_keep, other_ws=w)
+            u_change = DraftUse(src, which, w, "change", lab_change, fam_change, other_ws=w)
             u_keep.pair, u_change.pair = u_change, u_keep
             drafts += [u_keep, u_change]
     return drafts
@@ -549,51 +495,61 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
     uses = [u for u in plan.arcs if u.ws == w]
     for use in uses:
         _claim_topic(ws, use.topic)
-    for use in uses:
-        t = use.topic
-        rng = rng_for(b.seed, "A", t.id, use.label)
-        speaker = rng.choice(ws.of(t.side, t.roles))
-        _keep_out(b, ws, t, speaker)
-        gap = _gap_bm(ws, rng)
-        inner_n = use.n_drift if use.label == "reversal" else int(use.hn_type == "ack")
-        bms = _times(ws, rng, 2 + inner_n, gap)
-        ch_anchor, ch_target = _channel(rng), _channel(rng)
-        slots = b.values.arc_slots(rng, ws, speaker, ws.day_of(bms[-1]),
-                                   colleague(ws, rng, speaker).first, b.vendor)
-        contra = use.label == "reversal" or use.hn_type == "ack"
-        anchor_line = rng.choice(t.anchor_contra if contra else t.anchor_consistent)
-        if use.label == "reversal":
-            inner_lines = rng.sample(list(t.drift), inner_n)
-        else:
-            inner_lines = [rng.choice(t.ack)] if inner_n else []
+    for t in [u.topic for u in uses if u.label == "reversal"]:
+        pair = {u.label: u for u in uses if u.topic is t}
+        rng = rng_for(b.seed, "A", t.id)
+        # two people of the side: one reverses, the other does not; slot draws first
+        first, second = rng.sample(ws.of(t.side, t.roles), 2)
+        speakers = {"reversal": first, "hard_negative": second}
+        arcs = {}
+        for label in ("reversal", "hard_negative"):
+            use = pair[label]
+            inner_n = use.n_drift if label == "reversal" else int(use.hn_type == "ack")
+            bms = _times(ws, rng, 2 + inner_n, _gap_bm(ws, rng))
+            arcs[label] = (bms, _channel(rng), _channel(rng), inner_n)
+        last = max(ws.day_of(a[0][-1]) for a in arcs.values())
+        mate = rng.choice([p for p in ws.of(t.side) if p not in speakers.values()])
+        # one company, one set of facts: both people talk about the same price, tool, month
+        slots = b.values.arc_slots(rng, ws, first, last, mate.first, b.vendor)
+        order = ["reversal", "hard_negative"]
+        rng.shuffle(order)
+        for label in order:
+            use = pair[label]
+            speaker = speakers[label]
+            _keep_out(b, ws, t, speaker)
+            bms, ch_anchor, ch_target, inner_n = arcs[label]
+            contra = label == "reversal" or use.hn_type == "ack"
+            anchor_line = rng.choice(t.anchor_contra if contra else t.anchor_consistent)
+            if label == "reversal":
+                inner_lines = rng.sample(list(t.drift), inner_n)
+            else:
+                inner_lines = [rng.choice(t.ack)] if inner_n else []
 
-        def say(bm: int, ch: str, line: Line, rng: random.Random = rng,
-                speaker: Person = speaker, slots: dict[str, str] = slots,
-                t: Topic = t) -> Ev:
-            return _say(b, ws, rng, bm, ch, speaker, [line], slots, _kind_of(line.text),
-                        instance=f"A:{t.id}")[0]
+            def say(bm: int, ch: str, line: Line, speaker: Person = speaker) -> Ev:
+                return _say(b, ws, rng, bm, ch, speaker, [line], slots, _kind_of(line.text),
+                            instance=f"A:{t.id}")[0]
 
-        anchor_ev = say(bms[0], ch_anchor, anchor_line)
-        inner_evs = [say(bm, _channel(rng), line) for bm, line in zip(bms[1:-1], inner_lines)]
-        target_ev = say(bms[-1], ch_target, t.target)
-        used = sorted({s for line in [anchor_line, *inner_lines, t.target]
-                       for s in slots_of(line.text)} - {"company", "vendor", "product"})
-        meta = {"topic_key": t.id, "form": t.form, "target_line": t.target.id,
-                "anchor_line": anchor_line.id, "inner_lines": [x.id for x in inner_lines],
-                "channels": {"anchor": ch_anchor, "target": ch_target},
-                "slots": {k: slots[k] for k in used}, "speaker_role": speaker.role}
-        item = {"id": use.id, "conversation": ws.id, "speaker": speaker.name,
+            anchor_ev = say(bms[0], ch_anchor, anchor_line)
+            inner_evs = [say(bm, _channel(rng), line) for bm, line in zip(bms[1:-1], inner_lines)]
+            target_ev = say(bms[-1], ch_target, t.target)
+            used = sorted({x for line in [anchor_line, *inner_lines, t.target]
+                           for x in slots_of(line.text)} - {"company", "vendor", "product"})
+            meta = {"topic_key": t.id, "form": t.form, "target_line": t.target.id,
+                    "anchor_line": anchor_line.id, "inner_lines": [x.id for x in inner_lines],
+                    "channels": {"anchor": ch_anchor, "target": ch_target},
+                    "slots": {k: slots[k] for k in used}, "speaker_role": speaker.role}
+            item = {"id": use.id, "conversation": ws.id, "speaker": speaker.name,
                     "topic": t.id.removeprefix("cs.a."), "anchor": [anchor_ev], "meta": meta}
-        if use.label == "reversal":
-            family = ("drift_flip" if inner_n else
-                      "cross_channel" if ch_anchor != ch_target else "direct")
-            b.rev.append({**item, "family": family, "drift": inner_evs, "reversal": [target_ev],
-                          "paired_negative": _pair_id(plan, use)})
-        else:
-            family = "acknowledged_change" if use.hn_type == "ack" else "consistent_anchor"
-            meta["acknowledgement"] = inner_evs
-            b.hn.append({**item, "family": family, "turns": [target_ev],
-                         "paired_reversal": _pair_id(plan, use)})
+            if label == "reversal":
+                family = ("drift_flip" if inner_n else
+                          "cross_channel" if ch_anchor != ch_target else "direct")
+                b.rev.append({**item, "family": family, "drift": inner_evs,
+                              "reversal": [target_ev], "paired_negative": _pair_id(plan, use)})
+            else:
+                family = "acknowledged_change" if use.hn_type == "ack" else "consistent_anchor"
+                meta["acknowledgement"] = inner_evs
+                b.hn.append({**item, "family": family, "turns": [target_ev],
+                             "paired_reversal": _pair_id(plan, use)})
 
 
 # Background threads that come close to a stance topic: the topic's speaker is not cast in them
@@ -698,7 +654,7 @@ def _scenario_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
                 "slots": {k: slots[k] for k in slots_of(line.text) if k in slots}})
 
 
-_DISTINGUISHING = ("team", "feature", "integration")
+_DISTINGUISHING = ("team", "feature", "integration", "city")
 
 
 def _distinguishing_slots(sc: Scenario) -> list[str]:
@@ -721,7 +677,7 @@ def _scenario_slots(b: Build, ws: Workspace, rng: random.Random, sc: Scenario
     for _ in range(200 if keys else 1):
         slots = {"team": rng.choice(v["team"]), "feature": rng.choice(v["feature"]),
                  "integration": rng.choice(v["integration"]), "report": rng.choice(v["report"]),
-                 "n": str(rng.randint(3, 30)), **_common(b, ws)}
+                 "city": rng.choice(v["city"]), "n": str(rng.randint(3, 30)), **_common(b, ws)}
         key = ":".join(["B", sc.id, *(slots[k] for k in keys)])
         if ws.claim(key):
             return slots, key
