@@ -10,7 +10,7 @@ import pytest
 from twistbench.datasets.keyfile import read_key, sha256_file
 from twistbench.datasets.registry import DEFAULT_DATASET, load_dataset
 from twistbench.itemgen import cs2
-from twistbench.itemgen.cs2.generate import SIZES
+from twistbench.itemgen.cs2.generate import SIZES, SIZES_4_3
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = REPO / "data" / cs2.KEY_FILE
@@ -53,11 +53,15 @@ def test_sizes_hold_whitepaper_4_3(cs2_built, cs2_crisis):
     ds, _ = cs2_built
     assert len(ds.conversations) == 6
     assert all(400 <= len(c.events) <= 900 for c in ds.conversations)
-    assert len(ds.reversal_arcs) >= SIZES["reversal_arcs"]
-    assert len(ds.hard_negative_arcs) >= SIZES["hard_negative_arcs"]
+    assert len(ds.reversal_arcs) == SIZES["reversal_arcs"] >= SIZES_4_3["reversal_arcs"]
+    assert len(ds.hard_negative_arcs) == SIZES["hard_negative_arcs"] >= \
+        SIZES_4_3["hard_negative_arcs"]
     labels = Counter(d.label for d in ds.drafts)
-    assert labels == {"contradicting": 60, "aligned": 30, "hard_negative": 30}
-    assert len(ds.update_chains) >= 60 and sum(len(c.queries) for c in ds.update_chains) >= 180
+    assert labels == {"contradicting": SIZES["drafts"] // 2, "aligned": SIZES["drafts"] // 4,
+                      "hard_negative": SIZES["drafts"] // 4}
+    assert SIZES["drafts"] >= SIZES_4_3["drafts"]
+    assert len(ds.update_chains) >= SIZES_4_3["update_chains"]
+    assert sum(len(c.queries) for c in ds.update_chains) >= SIZES_4_3["chain_queries"]
     assert len(ds.pii_plants) >= 30 and sum(len(p.probes) for p in ds.pii_plants) >= 60
     fams = Counter(n.meta["family"] for n in ds.emotional_negatives)
     assert fams["emotional"] >= 32 and fams["business_contact"] >= 16

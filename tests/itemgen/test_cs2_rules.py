@@ -53,16 +53,23 @@ def test_a_reversal_is_never_phrased_as_a_request_to_update_notes(cs2_built):
 
 
 def test_an_acknowledged_change_never_repeats_a_reversal_sentence(cs2_built):
+    """The acknowledgement of a change is its own sentence: no acknowledgement turn repeats a
+    labelled reversal's sentence, and no reversal carries an acknowledgement. (The hard
+    negative's target is the reversal's target by design, said by another person after that
+    person's acknowledgement: that is the contrast set, see the docs.)"""
     ds, _ = cs2_built
     idx = _index(ds)
+    ack_lines = {x.id for t in BANKS.topics for x in t.ack}
     for conv in ds.conversations:
         rev = set()
         for arc in ds.items_of(conv.id, "reversal_arcs"):
-            for t in arc.reversal:
+            for t in [*arc.reversal, *arc.drift]:
                 rev |= _sentences(_body(idx[t]))
+            assert not set(arc.meta["inner_lines"]) & ack_lines, arc.id
         for hn in ds.items_of(conv.id, "hard_negative_arcs"):
-            for t in [*hn.turns, *hn.meta.get("acknowledgement", [])]:
+            for t in hn.meta.get("acknowledgement", []):
                 assert not _sentences(_body(idx[t])) & rev, (hn.id, idx[t].text)
+            assert all(idx[t].speaker == hn.speaker for t in hn.meta.get("acknowledgement", []))
 
 
 def test_every_acknowledgement_says_the_change_out_loud():
@@ -79,26 +86,38 @@ def test_every_acknowledgement_says_the_change_out_loud():
 # --- contrast sets: the record decides the label ----------------------------------------------
 
 
-def test_every_target_closes_one_reversal_and_one_hard_negative_elsewhere(cs2_built):
+def test_every_target_closes_one_reversal_and_one_hard_negative_in_one_workspace(cs2_built):
+    """The same target, said by two people of one workspace: after a contra anchor it is a
+    reversal; after a consistent anchor, or a contra anchor and an acknowledgement, it is not.
+    One workspace holds both uses, so no leave-one-workspace-out split separates them."""
     ds, _ = cs2_built
     by_line = defaultdict(list)
     for a in ds.reversal_arcs:
-        by_line[a.meta["target_line"]].append(("reversal", a.conversation, a))
+        by_line[(a.meta["target_line"], a.conversation)].append(("reversal", a))
     for h in ds.hard_negative_arcs:
-        by_line[h.meta["target_line"]].append(("hard_negative", h.conversation, h))
-    assert len(by_line) == 40
+        by_line[(h.meta["target_line"], h.conversation)].append(("hard_negative", h))
+    assert len(by_line) == len(ds.reversal_arcs) == len(ds.hard_negative_arcs)
+    assert len({line for line, _ in by_line}) >= 40
     for line, uses in by_line.items():
         assert sorted(u[0] for u in uses) == ["hard_negative", "reversal"], line
-        assert uses[0][1] != uses[1][1], line
-        hn = next(u[2] for u in uses if u[0] == "hard_negative")
-        rev = next(u[2] for u in uses if u[0] == "reversal")
+        rev = next(u[1] for u in uses if u[0] == "reversal")
+        hn = next(u[1] for u in uses if u[0] == "hard_negative")
+        assert rev.conversation == hn.conversation and rev.speaker != hn.speaker, line
         assert rev.paired_negative == hn.id and hn.paired_reversal == rev.id
-        # the hard negative differs by its anchor, or by an acknowledgement after the same kind
+        assert rev.meta["slots"].items() >= {k: v for k, v in hn.meta["slots"].items()
+                                             if k in rev.meta["slots"]}.items()
         if hn.family == "consistent_anchor":
             assert ".k" in hn.meta["anchor_line"] and ".c" in rev.meta["anchor_line"]
         else:
             assert hn.family == "acknowledged_change" and hn.meta["acknowledgement"]
             assert ".c" in hn.meta["anchor_line"]
+
+
+def test_the_speakers_role_says_nothing_about_the_label(cs2_built):
+    ds, _ = cs2_built
+    rev = Counter(a.meta["speaker_role"] for a in ds.reversal_arcs)
+    hn = Counter(h.meta["speaker_role"] for h in ds.hard_negative_arcs)
+    assert all(abs(rev[r] - hn[r]) <= 2 for r in set(rev) | set(hn)), (rev, hn)
 
 
 def test_target_forms_vary_under_both_labels(cs2_built):
@@ -129,14 +148,19 @@ def test_track_a_slots_are_drawn_alike_for_both_labels(cs2_built):
 
 
 def test_every_draft_wording_occurs_under_two_labels(cs2_built):
+    """Each wording is used twice in one workspace, about two instances (two teams, two
+    qualifiers ...), one whose plan held or value stood and one whose plan or value changed."""
     ds, _ = cs2_built
     by_line = defaultdict(list)
     for d in ds.drafts:
-        by_line[d.meta["draft_line"]].append(d)
-    assert len(by_line) == 60
+        by_line[(d.meta["draft_line"], d.conversation)].append(d)
+    assert len({line for line, _ in by_line}) == 60 and len(by_line) == len(ds.drafts) // 2
     for line, ds_ in by_line.items():
-        assert len({d.label for d in ds_}) == 2 and len({d.conversation for d in ds_}) == 2, line
+        assert len(ds_) == 2 and len({d.label for d in ds_}) == 2, line
         assert "contradicting" in {d.label for d in ds_}
+        assert len({d.conversation for d in ds_}) == 1, line
+        assert len({d.meta["instance"] for d in ds_}) == 2, line
+        assert {d.meta["record"] for d in ds_} == {"keep", "change"}
 
 
 def test_no_stance_line_meets_its_own_reversal_outside_an_arc(cs2_built):
@@ -408,5 +432,5 @@ def test_a_line_is_said_only_a_few_times(cs2_built):
     _, trace = cs2_built
     uses = Counter(trace["usage"])
     item_lines = [n for line, n in uses.items() if line in KINDS]
-    assert max(item_lines) <= 9
+    assert max(item_lines) <= 9  # LINE_CAP for distractors, items add at most one more
     assert sorted(item_lines)[len(item_lines) // 2] <= 4

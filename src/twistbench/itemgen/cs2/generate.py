@@ -21,7 +21,7 @@ is iterated; the same seed and banks give byte-identical keys.
 from __future__ import annotations
 
 import random
-from collections import Counter
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -40,6 +40,7 @@ from twistbench.itemgen.cs2.banks import (
 from twistbench.itemgen.cs2.text import address, fill, grammar_problems, slots_of
 from twistbench.itemgen.cs2.values import ValueSource, date_text
 from twistbench.itemgen.cs2.world import (
+    CUSTOMER_ROLES,
     DAY_MINUTES,
     EPOCH,
     MONTHS,
@@ -80,14 +81,21 @@ DEFAULT_SEED = 20261201
 N_WORKSPACES = 6
 # The CS column of whitepaper §4.3 (emotional negatives: the emotional family of the recall
 # controls; business-contact controls come on top).
+# Above the §4.3 floor for Tracks A-C (60 + 60 arcs, 180 drafts, 72 chains): the shortcut
+# battery's classifiers are judged by distance from chance, and on 80 arcs or 120 drafts chance
+# alone reaches its 0.60 gate on some seeds; more items make the gate measure the key.
 SIZES = {
-    "reversal_arcs": 40, "hard_negative_arcs": 40,
-    "drafts": 120, "drafts_contradicting": 60, "drafts_aligned": 30, "drafts_hard_negative": 30,
-    "update_chains": 60, "chain_queries": 180,
+    "reversal_arcs": 60, "hard_negative_arcs": 60,
+    "drafts": 180, "drafts_contradicting": 90, "drafts_aligned": 45, "drafts_hard_negative": 45,
+    "update_chains": 72, "chain_queries": 216,
     "pii_plants": 30, "pii_probes": 60, "crisis_plants": 16, "emotional_negatives": 32,
     "business_contacts": 16,
 }
-CHAIN_FAMILIES = {"one_update": 24, "two_updates": 18, "coexisting": 18}
+SIZES_4_3 = {"reversal_arcs": 40, "hard_negative_arcs": 40, "drafts": 120, "update_chains": 60,
+             "chain_queries": 180, "pii_plants": 30, "pii_probes": 60, "crisis_plants": 16,
+             "emotional_negatives": 32}
+CHAIN_FAMILIES = {"one_update": 30, "two_updates": 24, "coexisting": 18}
+DRAFT_REPEATS = {"value": 12, "scenario": 18}  # wordings used for a second pair
 EVENTS_MIN, EVENTS_MAX = 400, 900
 CHANNEL_WEIGHTS = (("slack", 55), ("email", 30), ("call", 15))
 
@@ -131,6 +139,7 @@ class Build:
     usage: Counter[str] = field(default_factory=Counter)  # times each bank line was said
     dist_channels: dict[str, Counter[str]] = field(default_factory=dict)
     proper: frozenset[str] = frozenset()
+    kinds: dict[str, str] = field(default_factory=dict)  # bank line id -> kind (line_kinds)
 
 
 def _gap_bm(ws: Workspace, rng: random.Random) -> int:
@@ -152,11 +161,17 @@ def _times(ws: Workspace, rng: random.Random, n: int, gap: int, tail_days: int =
     return [start, *inner, start + gap]
 
 
+def _later_same_day(bm: int, minutes: int) -> int:
+    """bm moved `minutes` later, but not past the end of its business day."""
+    return min(bm + minutes, (bm // DAY_MINUTES + 1) * DAY_MINUTES - 1)
+
+
 def _bdays_after(ws: Workspace, bm: int, rng: random.Random, lo: int, hi: int) -> int:
-    """A business minute lo..hi business days after bm (clipped to the workspace)."""
+    """A business minute lo..hi business days after bm (before it when negative; clipped to
+    the workspace)."""
     day = bm // DAY_MINUTES + rng.randint(lo, hi)
     out = day * DAY_MINUTES + rng.randint(30, DAY_MINUTES - 60)
-    return min(out, ws.business_minutes - 1)
+    return max(0, min(out, ws.business_minutes - 1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,6 +219,7 @@ class ArcUse:
     topic: Topic
     ws: int
     label: str  # reversal | hard_negative
+    role: str = ""  # the speaker's role
     hn_type: str = ""  # consistent | ack
     n_drift: int = 0
     other_ws: int = -1
@@ -243,7 +259,8 @@ class Plan:
 
 
 def _assign_topics(rng: random.Random, topics: list[Topic]) -> list[tuple[Topic, int]]:
-    """One workspace per topic, never two topics of one group in a workspace, loads even."""
+    """One workspace per pair, never two topics of one group in a workspace (so a topic's second
+    pair goes elsewhere), loads even."""
     for _ in range(2000):
         load = [0] * N_WORKSPACES
         groups: list[set[str]] = [set() for _ in range(N_WORKSPACES)]
@@ -260,24 +277,50 @@ def _assign_topics(rng: random.Random, topics: list[Topic]) -> list[tuple[Topic,
             groups[w].add(t.group)
             out.append((t, w))
         else:
-            return sorted(out, key=lambda tw: topics.index(tw[0]))
+            rank = {id(t): i for i, t in enumerate(topics)}
+            return sorted(out, key=lambda tw: (rank[id(tw[0])], tw[1]))
     raise RuntimeError("could not assign Track A topics to workspaces")
 
 
 def make_plan(seed: int, banks: Banks) -> Plan:
     rng = rng_for(seed, "plan")
-    # Track A: 40 topics are items; each target is said twice in one workspace, by two people:
-    # once closing a reversal, once closing a hard negative.
+    # Track A: each pair is a target said twice in one workspace, by two people: once closing a
+    # reversal, once closing a hard negative. Every pairable topic gives a pair; some a second
+    # pair, in another workspace.
     pairable = [t for t in banks.topics if t.pairable and len(t.roles) >= 2]
-    chosen = set(rng.sample(range(len(pairable)), SIZES["reversal_arcs"]))
-    item_topics = [t for i, t in enumerate(pairable) if i in chosen]
+    extra = SIZES["reversal_arcs"] - len(pairable)
+    if extra < 0 or extra > len(pairable):
+        raise RuntimeError(f"{len(pairable)} pairable topics for {SIZES['reversal_arcs']} pairs")
+    again = set(rng.sample(range(len(pairable)), extra))
+    item_topics = pairable + [t for i, t in enumerate(pairable) if i in again]
     arcs: list[ArcUse] = []
+    # which role says the reversal and which the hard negative: balanced within each workspace,
+    # so the speaker's role tells nothing about the label, not even across workspaces (a balance
+    # over the whole key alone would make a leave-one-workspace-out split learn the opposite)
+    rev_n: dict[int, Counter[str]] = defaultdict(Counter)
+    hn_n: dict[int, Counter[str]] = defaultdict(Counter)
+    slots_per_role = Counter([*CUSTOMER_ROLES, "csm", "ae", "support_eng", "solutions_eng"])
     for t, w in _assign_topics(rng, item_topics):
+        options = [(a, z) for a in t.roles for z in t.roles
+                   if a != z or slots_per_role[a] > 1]
+        rng.shuffle(options)
+
+        def imbalance(o: tuple[str, str], w: int = w) -> int:
+            rev_n[w][o[0]] += 1
+            hn_n[w][o[1]] += 1
+            c = sum(abs(rev_n[w][r] - hn_n[w][r]) for r in set(rev_n[w]) | set(hn_n[w]))
+            rev_n[w][o[0]] -= 1
+            hn_n[w][o[1]] -= 1
+            return c
+
+        rev_role, hn_role = min(options, key=imbalance)
+        rev_n[w][rev_role] += 1
+        hn_n[w][hn_role] += 1
         hn_type = "consistent" if "consistent" in t.hard_negatives and rng.random() < 0.65 \
             else "ack"
-        arcs.append(ArcUse(t, w, "reversal", n_drift=rng.choices((0, 1, 2),
-                                                                 weights=(55, 30, 15))[0]))
-        arcs.append(ArcUse(t, w, "hard_negative", hn_type=hn_type))
+        arcs.append(ArcUse(t, w, "reversal", role=rev_role,
+                           n_drift=rng.choices((0, 1, 2), weights=(55, 30, 15))[0]))
+        arcs.append(ArcUse(t, w, "hard_negative", role=hn_role, hn_type=hn_type))
     excluded = [{x for u in arcs if u.ws == w for x in u.topic.excludes}
                 for w in range(N_WORKSPACES)]
     # Track B: every draft wording twice, labels decided by the record.
@@ -287,16 +330,19 @@ def make_plan(seed: int, banks: Banks) -> Plan:
     for s in banks.subjects:
         if s.draft_stale is not None:
             skeletons += [(s, "stale"), (s, "ack")]
-    stale = [k for k in skeletons if k[1] == "stale"]
-    ack = [k for k in skeletons if k[1] == "ack"]
-    want = SIZES["drafts"] // 4
-    if len(stale) != want or len(ack) != want:
-        raise RuntimeError(f"Track B needs {want} + {want} draft wordings; the banks give "
-                           f"{len(stale)} + {len(ack)}")
-    drafts = _place_drafts(rng, stale, ack, banks, excluded)
+    value = [k for k in skeletons if isinstance(k[0], Subject)]
+    scenario = [k for k in skeletons if not isinstance(k[0], Subject)]
+    for group, key in ((value, "value"), (scenario, "scenario")):
+        for which in ("stale", "ack"):  # as many of each, so the labels stay 1/2, 1/4, 1/4
+            kind = [k for k in group if k[1] == which]
+            group += rng.sample(kind, DRAFT_REPEATS[key] // 2)
+    if 2 * (len(value) + len(scenario)) != SIZES["drafts"]:
+        raise RuntimeError(f"Track B needs {SIZES['drafts'] // 2} pairs; the banks give "
+                           f"{len(value) + len(scenario)}")
+    drafts = _place_drafts(rng, value, scenario, banks, excluded)
     # Track C: the value drafts whose record changed sit on update chains.
     hosting = [d for d in drafts if isinstance(d.source, Subject) and d.record == "change"]
-    fams = ["two_updates"] * 10 + ["one_update"] * (len(hosting) - 10)
+    fams = ["two_updates"] * 14 + ["one_update"] * (len(hosting) - 14)
     rng.shuffle(fams)
     chains = [ChainPlan(d.ws, f, d.source, d) for d, f in zip(hosting, fams)]
     left = {k: v - sum(c.family == k for c in chains) for k, v in CHAIN_FAMILIES.items()}
@@ -344,19 +390,18 @@ def _deal(items: list[Any], rng: random.Random) -> list[list[Any]]:
     return out
 
 
-def _place_drafts(rng: random.Random, stale: list[tuple[Any, str]], ack: list[tuple[Any, str]],
-                  banks: Banks, excluded: list[set[str]]) -> list[DraftUse]:
-    """Give every draft wording one workspace, where it is used twice, about two instances: the
-    plan kept (or the value unchanged) and the plan changed (or the value updated). Each
-    workspace gets as many wordings of each kind as every other, and never one its stance topics
-    exclude. Local search from a random start."""
-    # value wordings and scenario wordings spread evenly too (value ones bring chains)
-    groups = [[k for k in stale if isinstance(k[0], Subject)],
-              [k for k in stale if not isinstance(k[0], Subject)],
-              [k for k in ack if isinstance(k[0], Subject)],
-              [k for k in ack if not isinstance(k[0], Subject)]]
-    if any(len(g) % N_WORKSPACES for g in groups):
-        raise RuntimeError("Track B wordings do not divide evenly among the workspaces")
+def _place_drafts(rng: random.Random, value: list[tuple[Any, str]],
+                  scenario: list[tuple[Any, str]], banks: Banks,
+                  excluded: list[set[str]]) -> list[DraftUse]:
+    """Give every pair of uses of a draft wording one workspace, where the wording is used about
+    two instances: the plan kept (or the value unchanged) and the plan changed (or the value
+    updated). Each workspace gets as many value pairs and scenario pairs as every other, never
+    a wording its stance topics exclude, and a wording's two pairs go to two workspaces. Local
+    search from a random start."""
+    groups = [value, scenario]
+    for g in groups:
+        if len(g) % N_WORKSPACES:
+            raise RuntimeError("Track B pairs do not divide evenly among the workspaces")
     pos = []
     for grp in groups:
         pool = [w for w in range(N_WORKSPACES) for _ in range(len(grp) // N_WORKSPACES)]
@@ -364,7 +409,11 @@ def _place_drafts(rng: random.Random, stale: list[tuple[Any, str]], ack: list[tu
         pos.append(pool)
 
     def bad(g: int, i: int) -> int:
-        return int(groups[g][i][0].id in excluded[pos[g][i]])
+        src, which = groups[g][i]
+        w = pos[g][i]
+        twice = sum(1 for j, (s2, w2) in enumerate(groups[g])
+                    if j != i and s2 is src and w2 == which and pos[g][j] == w)
+        return int(src.id in excluded[w]) + twice
 
     cost = sum(bad(g, i) for g in range(len(groups)) for i in range(len(groups[g])))
     for _ in range(50000):
@@ -373,20 +422,19 @@ def _place_drafts(rng: random.Random, stale: list[tuple[Any, str]], ack: list[tu
         viol = [(g, i) for g in range(len(groups)) for i in range(len(groups[g])) if bad(g, i)]
         g, i = rng.choice(viol)
         j = rng.randrange(len(groups[g]))
-        before = bad(g, i) + bad(g, j)
         pos[g][i], pos[g][j] = pos[g][j], pos[g][i]
-        after = bad(g, i) + bad(g, j)
-        if after <= before:
-            cost += after - before
+        new = sum(bad(h, k) for h in range(len(groups)) for k in range(len(groups[h])))
+        if new <= cost:
+            cost = new
         else:
             pos[g][i], pos[g][j] = pos[g][j], pos[g][i]
     if cost:
         raise RuntimeError("could not place Track B draft wordings")
     drafts: list[DraftUse] = []
-    stale_labels, ack_labels = ("aligned", "contradicting"), ("contradicting", "hard_negative")
     for g, grp in enumerate(groups):
-        lab_keep, lab_change = stale_labels if g < 2 else ack_labels
         for i, (src, which) in enumerate(grp):
+            lab_keep, lab_change = (("aligned", "contradicting") if which == "stale"
+                                    else ("contradicting", "hard_negative"))
             fam_keep, fam_change = _draft_families(src, which)
             w = pos[g][i]
             u_keep = DraftUse(src, which, w, "keep", lab_keep, fam_keep, other_ws=w)
@@ -411,7 +459,8 @@ def _draft_families(src: Scenario | Subject, which: str) -> tuple[str, str]:
 
 def _say(b: Build, ws: Workspace, rng: random.Random, bm: int, channel: str, speaker: Person,
          lines: list[Line], slots: dict[str, str], kind: str, crisis: bool = False,
-         distractor: bool = False, instance: str = "", **kw: Any) -> list[Ev]:
+         distractor: bool = False, instance: str = "", how: str | None = None,
+         **kw: Any) -> list[Ev]:
     """Say bank lines (filled with `slots`) through `place`. A distractor whose words were
     already said word for word in Slack or a call goes out as an e-mail instead (greeting and
     sign-off make it a different turn), so that reuse does not make exact duplicates."""
@@ -425,7 +474,8 @@ def _say(b: Build, ws: Workspace, rng: random.Random, bm: int, channel: str, spe
     # feelings and personal news go to a colleague on one's own side as often as across
     to = (colleague(ws, rng, speaker) if kind == "personal" and rng.random() < 0.6
           else counterpart(ws, rng, speaker))
-    how = rng.choices(*zip(*ADDRESS_WEIGHTS[channel]))[0]
+    drawn = rng.choices(*zip(*ADDRESS_WEIGHTS[channel]))[0]
+    how = drawn if how is None or channel == "email" else how
     if how:
         texts[0] = address(texts[0], to.first, how, b.proper | {p.first for p in ws.people})
     evs = place(ws, b.ctx, rng, bm, channel, speaker, texts, to=to,
@@ -497,16 +547,31 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
         _claim_topic(ws, use.topic)
     for t in [u.topic for u in uses if u.label == "reversal"]:
         pair = {u.label: u for u in uses if u.topic is t}
-        rng = rng_for(b.seed, "A", t.id)
-        # two people of the side: one reverses, the other does not; slot draws first
-        first, second = rng.sample(ws.of(t.side, t.roles), 2)
+        rng = rng_for(b.seed, "A", t.id, ws.id)
+        # two people of the side (roles from the plan): one reverses, the other does not
+        first = rng.choice(ws.of(roles=(pair["reversal"].role,)))
+        second = rng.choice([p for p in ws.of(roles=(pair["hard_negative"].role,))
+                             if p is not first])
         speakers = {"reversal": first, "hard_negative": second}
+        # the twins are coupled: one anchor day, one target day (each give or take a day), one
+        # channel per turn kind and one way of addressing the target, so that what a classifier
+        # sees of the two targets differs in names only and it cannot tell them apart
+        gap = _gap_bm(ws, rng)
+        base = _times(ws, rng, 2, gap, tail_days=12)
+        ch_anchor, ch_target = _channel(rng), _channel(rng)
+        how = rng.choices(*zip(*ADDRESS_WEIGHTS[ch_target]))[0]
         arcs = {}
-        for label in ("reversal", "hard_negative"):
+        # the same day for both, a few hours apart (neither is the other's neighbour); which of
+        # the two comes first is a coin
+        offsets = [(0, 60), (150, 300)]
+        rng.shuffle(offsets)
+        for label, (lo, hi) in zip(("reversal", "hard_negative"), offsets):
             use = pair[label]
             inner_n = use.n_drift if label == "reversal" else int(use.hn_type == "ack")
-            bms = _times(ws, rng, 2 + inner_n, _gap_bm(ws, rng))
-            arcs[label] = (bms, _channel(rng), _channel(rng), inner_n)
+            a0 = _later_same_day(base[0], rng.randint(lo, hi))
+            a1 = _later_same_day(base[1], rng.randint(lo, hi))
+            inner = sorted(rng.sample(range(a0 + 60, a1 - 60), inner_n)) if inner_n else []
+            arcs[label] = ([a0, *inner, a1], ch_anchor, ch_target, inner_n)
         last = max(ws.day_of(a[0][-1]) for a in arcs.values())
         mate = rng.choice([p for p in ws.of(t.side) if p not in speakers.values()])
         # one company, one set of facts: both people talk about the same price, tool, month
@@ -525,13 +590,16 @@ def _track_a(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
             else:
                 inner_lines = [rng.choice(t.ack)] if inner_n else []
 
-            def say(bm: int, ch: str, line: Line, speaker: Person = speaker) -> Ev:
+            def say(bm: int, ch: str, line: Line, speaker: Person = speaker,
+                    how: str | None = None, may_join: bool = True,
+                    rng: random.Random = rng, slots: dict[str, str] = slots,
+                    tid: str = t.id) -> Ev:
                 return _say(b, ws, rng, bm, ch, speaker, [line], slots, _kind_of(line.text),
-                            instance=f"A:{t.id}")[0]
+                            instance=f"A:{tid}", how=how, may_join=may_join)[0]
 
             anchor_ev = say(bms[0], ch_anchor, anchor_line)
             inner_evs = [say(bm, _channel(rng), line) for bm, line in zip(bms[1:-1], inner_lines)]
-            target_ev = say(bms[-1], ch_target, t.target)
+            target_ev = say(bms[-1], ch_target, t.target, how=how, may_join=False)
             used = sorted({x for line in [anchor_line, *inner_lines, t.target]
                            for x in slots_of(line.text)} - {"company", "vendor", "product"})
             meta = {"topic_key": t.id, "form": t.form, "target_line": t.target.id,
@@ -581,7 +649,7 @@ def _use(ws: Workspace, source_id: str) -> None:
 
 def _pair_id(plan: Plan, use: ArcUse) -> str:
     for u in plan.arcs:
-        if u.topic is use.topic and u.label != use.label:
+        if u.topic is use.topic and u.ws == use.ws and u.label != use.label:
             return u.id
     raise KeyError(use.topic.id)
 
@@ -624,51 +692,62 @@ def _rationale(use: DraftUse) -> str:
     }[use.family]
 
 
-def _scenario_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
-    sc = use.source
+def _scenario_pair(b: Build, ws: Workspace, keep: DraftUse, change: DraftUse) -> None:
+    """Both uses of a scenario draft wording: two instances of the scenario in one workspace
+    (two teams' trainings, two features' demos ...), one kept and one changed, told on the same
+    days, with the same slot values but the ones that tell the instances apart, and drafted on
+    the same day: the two drafts differ in those values and in names only."""
+    sc = keep.source
     assert isinstance(sc, Scenario)
-    rng = rng_for(b.seed, "B", sc.id, use.which, use.record)
-    speaker = rng.choice(ws.of("customer", sc.roles))
+    rng = rng_for(b.seed, "B", sc.id, keep.which, ws.id)
     told = _scenario_slots(b, ws, rng, sc)
-    if told is None:
-        raise RuntimeError(f"{ws.id}: {sc.id} is used twice in one workspace")
-    slots, instance = told
+    other = _scenario_slots(b, ws, rng, sc, like=told[0]) if told else None
+    if told is None or other is None:
+        raise RuntimeError(f"{ws.id}: no two free instances of {sc.id}")
     base_bm = rng.randint(3 * DAY_MINUTES, ws.business_minutes - 30 * DAY_MINUTES)
-    if sc.kind == "event":
-        out_bm = _bdays_after(ws, base_bm, rng, 2, 7)
-    else:
-        out_bm = _bdays_after(ws, base_bm, rng, 5, 30)
+    out_bm = _bdays_after(ws, base_bm, rng, 2, 7) if sc.kind == "event" else \
+        _bdays_after(ws, base_bm, rng, 5, 30)
     draft_bm = _bdays_after(ws, out_bm, rng, 1, 5)
-    _date_slots(ws, rng, slots, out_bm if sc.kind == "event" else None, draft_bm)
-    base_line = rng.choice(sc.base)
-    out_line = rng.choice(sc.keep if use.record == "keep" else sc.change)
-    base_ev = _say(b, ws, rng, base_bm, _channel(rng), speaker, [base_line], slots,
-                   _kind_of(base_line.text), instance=instance)[0]
-    out_ev = _say(b, ws, rng, out_bm, _channel(rng), speaker, [out_line], slots,
-                  _kind_of(out_line.text), instance=instance)[0]
-    evidence = [out_ev] if use.label == "contradicting" else [base_ev, out_ev]
-    line = sc.draft_stale if use.which == "stale" else sc.draft_ack
-    body = fill(line.text, slots, line.id)
-    _add_draft(b, ws, use, speaker, ws.day_of(draft_bm), body, evidence,
-               {"instance": instance, "record_lines": [base_line.id, out_line.id],
-                "slots": {k: slots[k] for k in slots_of(line.text) if k in slots}})
+    _date_slots(ws, rng, told[0], out_bm if sc.kind == "event" else None, draft_bm)
+    other[0].update(day=told[0]["day"], month=told[0]["month"])
+    ch_base, ch_out = _channel(rng), _channel(rng)
+    uses = [(keep, told), (change, other)]
+    rng.shuffle(uses)
+    for use, (slots, instance) in uses:
+        speaker = rng.choice(ws.of("customer", sc.roles))
+        jitter = rng.randint(0, 120)
+        base_line = rng.choice(sc.base)
+        out_line = rng.choice(sc.keep if use.record == "keep" else sc.change)
+        base_ev = _say(b, ws, rng, _later_same_day(base_bm, jitter), ch_base, speaker,
+                       [base_line], slots, _kind_of(base_line.text), instance=instance)[0]
+        out_ev = _say(b, ws, rng, _later_same_day(out_bm, jitter), ch_out, speaker, [out_line],
+                      slots, _kind_of(out_line.text), instance=instance)[0]
+        evidence = [out_ev] if use.label == "contradicting" else [base_ev, out_ev]
+        line = sc.draft_stale if use.which == "stale" else sc.draft_ack
+        body = fill(line.text, slots, line.id)
+        _add_draft(b, ws, use, speaker, ws.day_of(draft_bm), body, evidence,
+                   {"instance": instance, "record_lines": [base_line.id, out_line.id],
+                    "slots": {k: slots[k] for k in slots_of(line.text) if k in slots}})
 
 
 _DISTINGUISHING = ("team", "feature", "integration", "city")
 
 
 def _distinguishing_slots(sc: Scenario) -> list[str]:
-    lines = [*sc.base, *sc.keep, *sc.change, sc.draft_stale, sc.draft_ack]
+    """The slots that tell two instances of a scenario apart: those its drafts name (so the two
+    drafts of a pair say which instance they are about)."""
+    lines = [sc.draft_stale, sc.draft_ack]
     return [k for k in _DISTINGUISHING if any("{" + k + "}" in x.text for x in lines)]
 
 
-def _scenario_slots(b: Build, ws: Workspace, rng: random.Random, sc: Scenario
-                    ) -> tuple[dict[str, str], str] | None:
+def _scenario_slots(b: Build, ws: Workspace, rng: random.Random, sc: Scenario,
+                    like: dict[str, str] | None = None) -> tuple[dict[str, str], str] | None:
     """Slot values and the instance key for one telling of a scenario, or None when the
     workspace has no free
     instance left: an instance is the scenario and the values of the slots its lines use to
     tell instances apart (the finance team's training is not the HR team's), so a scenario
-    without such a slot (the business review) is told at most once per workspace."""
+    without such a slot (the business review) is told at most once per workspace. `like`: keep
+    its values but those that tell instances apart (the twin of a draft pair)."""
     v = b.values.values
     keys = _distinguishing_slots(sc)
     if _excluded(ws, sc.id):
@@ -678,6 +757,8 @@ def _scenario_slots(b: Build, ws: Workspace, rng: random.Random, sc: Scenario
         slots = {"team": rng.choice(v["team"]), "feature": rng.choice(v["feature"]),
                  "integration": rng.choice(v["integration"]), "report": rng.choice(v["report"]),
                  "city": rng.choice(v["city"]), "n": str(rng.randint(3, 30)), **_common(b, ws)}
+        if like is not None:
+            slots = {**like, **{k: slots[k] for k in keys}}
         key = ":".join(["B", sc.id, *(slots[k] for k in keys)])
         if ws.claim(key):
             return slots, key
@@ -708,17 +789,19 @@ def _claim_subject(ws: Workspace, rng: random.Random, subj: Subject) -> str | No
 
 
 def _value_keep_draft(b: Build, ws: Workspace, use: DraftUse) -> None:
-    """A value draft on a record that never changed: a single fact (said once or twice)."""
+    """A value draft on a record that never changed: a single fact (said once or twice), dated
+    the same day as its twin (the draft on the chain of another qualifier)."""
     subj = use.source
     assert isinstance(subj, Subject)
-    rng = rng_for(b.seed, "B", subj.id, use.which, use.record)
+    rng = rng_for(b.seed, "B", subj.id, use.which, use.record, ws.id)
     q = _claim_subject(ws, rng, subj)
     if q is None:
         raise RuntimeError(f"{ws.id}: no free qualifier of {subj.id}")
     speaker = rng.choice(ws.of(subj.side, subj.roles))
-    t0 = rng.randint(3 * DAY_MINUTES, ws.business_minutes - 40 * DAY_MINUTES)
-    t1 = _bdays_after(ws, t0, rng, 5, 30) if rng.random() < 0.5 else None
-    draft_bm = _bdays_after(ws, t1 if t1 is not None else t0, rng, 1, 5)
+    twin = next(d for d in b.drafts if d["id"] == use.pair.id)
+    draft_bm = ws.bm_of(date.fromisoformat(twin["meta"]["date"])) + rng.randint(0, DAY_MINUTES - 1)
+    t1 = _bdays_after(ws, draft_bm, rng, -5, -1) if rng.random() < 0.5 else None
+    t0 = _bdays_after(ws, t1 if t1 is not None else draft_bm, rng, -40, -5)
     lo = ws.day_of(draft_bm) + timedelta(days=10)
     taken: set[str] = set()
     old, _ = b.values.value(subj.kind, rng, ws, taken, lo, lo + timedelta(days=90))
@@ -1043,6 +1126,7 @@ def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item
 # about DISTRACTOR_RATIO times as many non-item turns of that kind as item turns, so that no
 # kind of line is more likely to be an item than any other.
 DISTRACTOR_RATIO = 2.5
+LINE_CAP = 8  # a distractor never makes a bank line said more than this many times
 # Stance sets said by one speaker over time where nothing contradicts them: the stance of the
 # contra anchors held (with the pressure of drift lines), or the stance of the target held
 # (never a contra anchor and the target together: that is a reversal). Lines in order.
@@ -1104,7 +1188,7 @@ def _least_used(b: Build, rng: random.Random, lines: list[Line] | tuple[Line, ..
 def _distractors(b: Build, ws: Workspace, w: int, quota: dict[str, float],
                  spare_emotional: list[Emotional]) -> None:
     rng = rng_for(b.seed, "distract", ws.id)
-    kinds = line_kinds(b.banks)
+    kinds = b.kinds
     have: Counter[str] = Counter()
     start = Counter(b.usage)
 
@@ -1126,6 +1210,9 @@ def _distractors(b: Build, ws: Workspace, w: int, quota: dict[str, float],
 
 def _stance_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
                         count: Any) -> None:
+    """Stance sets on the topics no item of this workspace uses. As in the item pairs, a second
+    person often takes the same line (the same stance, so still no contradiction), on the same
+    days, a few hours apart."""
     groups = sorted({t.group for t in b.banks.topics})
     rng.shuffle(groups)
     for g in groups:
@@ -1140,10 +1227,12 @@ def _stance_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: An
             continue
         t = rng.choice(topics)
         _claim_topic(ws, t)
-        weights = [max(0.05, sum(deficit("a." + p) for p in parts)) for parts in STANCE_SETS]
-        parts = rng.choices(STANCE_SETS, weights=weights)[0]
-        speaker = rng.choice(ws.of(t.side, t.roles))
-        _keep_out(b, ws, t, speaker)
+        # a target said often enough already is left out (a line is said a few times only)
+        sets = [p for p in STANCE_SETS if "target" not in p or b.usage[t.target.id] < LINE_CAP - 1]
+        weights = [max(0.05, sum(deficit("a." + p) for p in parts)) for parts in sets]
+        parts = rng.choices(sets, weights=weights)[0]
+        people = ws.of(t.side, t.roles)
+        speaker = rng.choice(people)
         join = None
         channel = "auto"
         if len(parts) == 1:
@@ -1153,25 +1242,47 @@ def _stance_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: An
             bms = _times(ws, rng, len(parts), _gap_bm(ws, rng))
         slots = b.values.arc_slots(rng, ws, speaker, ws.day_of(bms[-1]),
                                    colleague(ws, rng, speaker).first, b.vendor)
-        drift_left = list(t.drift)
-        said_ids: set[str] = set()
-        for bm, part in zip(bms, parts):
-            if part == "target":
-                line = t.target
-            elif part == "contra":
-                line = _least_used(b, rng, [x for x in t.anchor_contra if x.id not in said_ids]
-                                   or t.anchor_contra)
-            elif part == "consistent":
-                line = _least_used(b, rng, [x for x in t.anchor_consistent if x.id not in said_ids]
-                                   or t.anchor_consistent)
-            else:
-                line = _least_used(b, rng, drift_left or t.drift)
-                if line in drift_left:
-                    drift_left.remove(line)
-            said_ids.add(line.id)
-            _say(b, ws, rng, bm, channel, speaker, [line], slots, _kind_of(line.text),
-                 distractor=True, join=join, instance=f"A:{t.id}")
+        said = _say_stance_set(b, ws, rng, t, speaker, parts, bms, channel, join, slots)
+        others = [p for p in people if p is not speaker]
+        if others and rng.random() < 0.6:
+            # the second person says the set's stance lines again (not its drift), same days
+            second = rng.choice(others)
+            kinds = b.kinds
+            again = [(bm, line) for bm, line in said if kinds.get(line.id) in
+                     ("a.target", "a.contra", "a.consistent") and b.usage[line.id] < LINE_CAP]
+            for bm, line in again[-2:]:
+                _keep_out(b, ws, t, second)
+                _say(b, ws, rng, _later_same_day(bm, rng.randint(150, 300)), "auto", second,
+                     [line], slots, _kind_of(line.text), distractor=True, instance=f"A:{t.id}")
         count()
+
+
+def _say_stance_set(b: Build, ws: Workspace, rng: random.Random, t: Topic, speaker: Person,
+                    parts: tuple[str, ...], bms: list[int], channel: str, join: str | None,
+                    slots: dict[str, str]) -> list[tuple[int, Line]]:
+    """One person's stance set, in order; returns (time, line) of each line said."""
+    _keep_out(b, ws, t, speaker)
+    drift_left = list(t.drift)
+    said_ids: set[str] = set()
+    out = []
+    for bm, part in zip(bms, parts):
+        if part == "target":
+            line = t.target
+        elif part == "contra":
+            line = _least_used(b, rng, [x for x in t.anchor_contra if x.id not in said_ids]
+                               or t.anchor_contra)
+        elif part == "consistent":
+            line = _least_used(b, rng, [x for x in t.anchor_consistent if x.id not in said_ids]
+                               or t.anchor_consistent)
+        else:
+            line = _least_used(b, rng, drift_left or t.drift)
+            if line in drift_left:
+                drift_left.remove(line)
+        said_ids.add(line.id)
+        _say(b, ws, rng, bm, channel, speaker, [line], slots, _kind_of(line.text),
+             distractor=True, join=join, instance=f"A:{t.id}")
+        out.append((bm, line))
+    return out
 
 
 def _story_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
@@ -1200,8 +1311,10 @@ def _story_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any
             rng.random() < 0.5
         outcome = _least_used(b, rng, sc.keep if keep else sc.change)
         lines = [(out_bm, outcome)]
-        if rng.random() < 0.35:  # item records say the plan too; their base lines outnumber
-            lines.insert(0, (base_bm, _least_used(b, rng, sc.base)))
+        base_line = _least_used(b, rng, sc.base)
+        # item records say the plan too, so their base lines are said often already
+        if rng.random() < 0.35 and b.usage[base_line.id] < LINE_CAP:
+            lines.insert(0, (base_bm, base_line))
         for bm, line in lines:
             _say(b, ws, rng, bm, "auto", speaker, [line], slots, _kind_of(line.text),
                  distractor=True, instance=instance)
@@ -1343,7 +1456,8 @@ def build(seed: int = DEFAULT_SEED, include_crisis: bool = False,
     workspaces, spare_first = _workspaces(seed, banks)
     b = Build(seed, banks, Context(banks),
               ValueSource(banks.pools, spare_first, banks.pools["people"]["last"]),
-              banks.pools["vendor"], include_crisis, proper=_proper_nouns(banks.pools))
+              banks.pools["vendor"], include_crisis, proper=_proper_nouns(banks.pools),
+              kinds=line_kinds(banks))
     for ws in workspaces:
         ws.said = b.ctx.said
     plan = make_plan(seed, banks)
@@ -1354,12 +1468,13 @@ def build(seed: int = DEFAULT_SEED, include_crisis: bool = False,
     # background thread whose words an item already said goes out another way (see _say)
     for w, ws in enumerate(workspaces):
         _track_a(b, ws, w, plan)
-        for use in [u for u in plan.drafts if u.ws == w]:
+        for use in [u for u in plan.drafts if u.ws == w and u.record == "keep"]:
             if isinstance(use.source, Scenario):
-                _scenario_draft(b, ws, use)
-            elif use.record == "keep":
+                _scenario_pair(b, ws, use, use.pair)
+        _track_c(b, ws, w, plan)  # the chains under the value drafts whose record changed
+        for use in [u for u in plan.drafts if u.ws == w and u.record == "keep"]:
+            if isinstance(use.source, Subject):
                 _value_keep_draft(b, ws, use)
-        _track_c(b, ws, w, plan)
         _track_d(b, ws, w, plan)
     quota = distractor_quotas(b)
     for w, ws in enumerate(workspaces):

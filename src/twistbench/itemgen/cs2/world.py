@@ -224,7 +224,7 @@ class Context:
 def place(ws: Workspace, ctx: Context, rng: random.Random, bm: int, channel: str,
           speaker: Person, texts: Sequence[str], origin: str = "", crisis: bool = False,
           replier: Person | None = None, reply_text: str | None = None,
-          to: Person | None = None, join: str | None = None) -> list[Ev]:
+          to: Person | None = None, join: str | None = None, may_join: bool = True) -> list[Ev]:
     """Say `texts` (one turn each, in order) as `speaker` at business minute `bm` in `channel`;
     return their turns. Item lines and distractor lines go through here alike.
 
@@ -232,10 +232,18 @@ def place(ws: Workspace, ctx: Context, rng: random.Random, bm: int, channel: str
     person of the other side). A call: the end of a real call, a short background call thread
     said just before, so the line comes up as the call's last point, as things do in calls.
     `replier`/`reply_text`: someone answers in the same thread (crisis plants: a colleague's
-    reply). `join`: a call thread of this workspace to add the line to, after its last turn
-    (a call covers several points), instead of a new call."""
+    reply). A call line joins a call already held that day (most of the time) unless
+    `may_join` is False (the two targets of a Track A pair each get their own call). `join`: a
+    call thread of this workspace to add the line to, after its last turn (a call covers
+    several points), instead of a new call."""
     ts = ws.at(bm)
     out: list[Ev] = []
+    if channel == "call" and reply_text is None and join is None and may_join:
+        # a call already held that day takes the point (a call covers several), else a new one
+        same_day = sorted((abs((end - ts).total_seconds()), th)
+                          for th, end in ws.call_ends.items() if end.date() == ts.date())
+        if same_day and rng.random() < 0.7:
+            join = same_day[0][1]
     if channel == "call" and join is not None:
         t = ws.call_ends[join] + timedelta(minutes=rng.randint(1, 3))
         for text in texts:
