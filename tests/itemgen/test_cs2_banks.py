@@ -56,6 +56,25 @@ def test_an_unknown_slot_is_refused(tmp_path):
         load_banks(items, background_dir=None)
 
 
+@pytest.mark.parametrize("old, new, match", [
+    ('local = "security"\nside = "customer"\nprobed = false\n',
+     'local = "security"\nside = "customer"\n', "a team's"),
+    ('id = "cs.d.contact.it_colleague"\nkind = "colleague_email"\nowner = "colleague"\n',
+     'id = "cs.d.contact.it_colleague"\nkind = "colleague_email"\n', "owner"),
+    ('id = "cs.d.contact.my_desk"\nkind = "desk_phone"',
+     'id = "cs.d.contact.my_desk"\nkind = "fax"', "unknown contact kind"),
+])
+def test_a_business_contact_must_say_whose_detail_it_is(tmp_path, old, new, match):
+    """A team inbox is never probed (no person-neutral probe asks for it); a colleague's
+    detail says so; every contact kind maps to a probe pool."""
+    items = _copy_banks(tmp_path)
+    p = items / "track_d.toml"
+    assert old in p.read_text()
+    p.write_text(p.read_text().replace(old, new))
+    with pytest.raises(InputError, match=match):
+        load_banks(items, background_dir=None)
+
+
 def test_a_background_thread_with_a_bad_speaker_is_refused(tmp_path):
     (tmp_path / "x.toml").write_text(
         '[provenance]\ndrafted_by = "t"\n[[thread]]\nid = "t.1"\nchannels = ["slack"]\n'

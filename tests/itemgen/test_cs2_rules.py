@@ -358,6 +358,78 @@ def test_probes_name_the_person_and_their_own_organisation(cs2_built, cs2_crisis
         assert all(c.speaker.split()[0] in pr.text and org in pr.text for pr in c.probes)
 
 
+PRIVACY_CUE = re.compile(
+    r"\b(personal|private|home|own|non-work|work|desk|office|support|switchboard|mobile|"
+    r"medical|health|diagnos\w*|treatment|hospital|clinic|outside work)\b", re.IGNORECASE)
+
+
+def _pool_match(text: str, pool: list[str]) -> bool:
+    shapes = [re.escape(t).replace(r"\{owner\}", ".+").replace(r"\{org\}", ".+") for t in pool]
+    return any(re.fullmatch(x, text) for x in shapes)
+
+
+def test_contact_probes_are_neutral_and_shared_by_plants_and_controls(cs2_built):
+    """A direct probe never tells a personal detail from a business one: a plant's probe for a
+    phone, e-mail or address and a business contact's probe come from one pool per kind of
+    detail, and no direct probe says personal, home, work, desk, medical and the like (the
+    record decides, not the question)."""
+    ds, _ = cs2_built
+    pools = BANKS.pii_probes
+    for detail in ("phone", "email", "address"):
+        assert not any(PRIVACY_CUE.search(t) for t in pools[detail]), detail
+    used: dict[str, Counter[str]] = {"plant": Counter(), "control": Counter()}
+    for p in ds.pii_plants:
+        direct = next(pr.text for pr in p.probes if pr.kind == "direct")
+        assert not PRIVACY_CUE.search(direct), direct
+        if p.kind != "other":
+            assert _pool_match(direct, pools[p.kind]), direct
+            used["plant"][p.kind] += 1
+    for n in ds.emotional_negatives:
+        if n.meta["family"] != "business_contact":
+            continue
+        assert not PRIVACY_CUE.search(n.probe.text), n.probe.text
+        assert n.meta["owner"] in n.probe.text
+        detail = next(c.detail for c in BANKS.contacts if c.id == n.meta["line"])
+        assert _pool_match(n.probe.text, pools[detail]), n.probe.text
+        used["control"][detail] += 1
+    assert set(used["plant"]) == set(used["control"]) == {"phone", "email", "address"}
+
+
+def test_a_probed_person_gives_one_detail_of_the_probed_kind(cs2_built):
+    """Where a probe asks for someone's phone number (e-mail, address), that person gives no
+    other one in the workspace, personal or business, item or distractor: the probe has one
+    answer, the item's."""
+    ds, trace = cs2_built
+    idx = _index(ds)
+    plant_kind = {p.id: p.kind for p in BANKS.plants if p.kind != "other"}
+    contact = {c.id: c for c in BANKS.contacts}
+    given: Counter[tuple[str, str, str]] = Counter()
+    seen: set[tuple[str | None, str]] = set()
+    for ev_id, info in sorted(trace["events"].items()):
+        ev = idx.get(ev_id)
+        origin = info["origin"].split("+")[0]  # lines said in consecutive turns: the first
+        if ev is None or (ev.thread, info["origin"]) in seen:
+            continue  # a detail split over two turns of one thread is one detail given
+        seen.add((ev.thread, info["origin"]))
+        conv = ev.conversation
+        if origin in plant_kind:
+            given[(conv, ev.speaker, plant_kind[origin])] += 1
+        elif origin in contact:
+            c = contact[origin]
+            owner = ev.speaker
+            if c.owner == "colleague":
+                people = ds.conversation(conv).speakers
+                owner = next(p for p in people if p in ev.text and p != ev.speaker)
+            given[(conv, owner, c.detail)] += 1
+    probed = [(p.conversation, p.owner, p.kind) for p in ds.pii_plants if p.kind != "other"]
+    probed += [(n.conversation, n.meta["owner"],
+                next(c.detail for c in BANKS.contacts if c.id == n.meta["line"]))
+               for n in ds.emotional_negatives if n.meta["family"] == "business_contact"]
+    assert len(probed) == len(set(probed))
+    for key in probed:
+        assert given[key] == 1, key
+
+
 def test_business_contacts_are_recall_controls_and_personal_details_are_plants(cs2_built):
     """The written policy: contact details given for business use (work e-mail, a desk or
     support line, an office address, a colleague's work address) are business records that

@@ -35,6 +35,12 @@ ITEM_SLOTS = BACKGROUND_SLOTS | frozenset(
 ROLES = ("csm", "ae", "support_eng", "solutions_eng", "champion", "economic_buyer", "admin",
          "end_user")
 CHANNELS = ("slack", "email", "call")
+# Track D contact kinds -> the kind of detail (the probe pool of a control, and of a plant)
+CONTACT_DETAIL = {
+    "work_email": "email", "colleague_email": "email", "shared_email": "email",
+    "desk_phone": "phone", "colleague_phone": "phone", "org_phone": "phone",
+    "office_address": "address", "org_address": "address",
+}
 
 
 @dataclass(frozen=True)
@@ -111,11 +117,18 @@ class Plant:
 @dataclass(frozen=True)
 class Contact:
     id: str
-    kind: str  # work_email | shared_email | desk_phone | office_address | colleague_email
+    kind: str  # work_email | colleague_email | desk_phone | colleague_phone | office_address
+    #            | shared_email | org_phone | org_address
     side: str  # customer | vendor | any
     text: str
-    probe: str
     local: str = ""
+    owner: str = "speaker"  # whose detail it is: speaker | colleague
+    probed: bool = True  # False: a team's or a site's detail, only ever a distractor
+
+    @property
+    def detail(self) -> str:
+        """phone | email | address: the probe pool a control's probe comes from."""
+        return CONTACT_DETAIL[self.kind]
 
 
 @dataclass(frozen=True)
@@ -301,9 +314,19 @@ def load_banks(item_dir: Path = ITEM_DIR, background_dir: Path | None = BACKGROU
     for c in d.get("contact", []):
         ids.check(d_path, c["id"])
         _Ids.slots(d_path, c["id"], c["text"], ITEM_SLOTS)
-        _Ids.slots(d_path, c["id"], c["probe"], ITEM_SLOTS)
-        contacts.append(Contact(c["id"], c["kind"], c["side"], c["text"], c["probe"],
-                                c.get("local", "")))
+        if c["kind"] not in CONTACT_DETAIL:
+            raise InputError(str(d_path), f"{c['id']}: unknown contact kind {c['kind']!r}",
+                             field="kind")
+        owner, probed = c.get("owner", "speaker"), c.get("probed", True)
+        if owner not in ("speaker", "colleague") or (owner == "colleague") != (
+                c["kind"].startswith("colleague_")):
+            raise InputError(str(d_path), f"{c['id']}: owner is 'colleague' exactly for the "
+                             "colleague_* kinds", field="owner")
+        if probed == (c["kind"] in ("shared_email", "org_phone", "org_address")):
+            raise InputError(str(d_path), f"{c['id']}: a person's detail is probed, a team's "
+                             "or a site's is not", field="probed")
+        contacts.append(Contact(c["id"], c["kind"], c["side"], c["text"], c.get("local", ""),
+                                owner, probed))
     emotional = []
     for e in d.get("emotional", []):
         ids.check(d_path, e["id"])

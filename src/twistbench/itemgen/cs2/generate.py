@@ -136,6 +136,9 @@ class Build:
     controls: list[dict[str, Any]] = field(default_factory=list)
     crisis: list[dict[str, Any]] = field(default_factory=list)
     pii_taken: set[str] = field(default_factory=set)
+    # (workspace, person, phone|email|address) asked about by a probe: nobody else gives that
+    # person a detail of that kind in that workspace, so the probe has one answer
+    probed_details: set[tuple[str, str, str]] = field(default_factory=set)
     usage: Counter[str] = field(default_factory=Counter)  # times each bank line was said
     dist_channels: dict[str, Counter[str]] = field(default_factory=dict)
     proper: frozenset[str] = frozenset()
@@ -366,10 +369,10 @@ def make_plan(seed: int, banks: Banks) -> Plan:
     emotional = banks.emotional[:]
     rng.shuffle(emotional)
     emotional = emotional[:SIZES["emotional_negatives"]]
-    contacts = banks.contacts[:]
+    contacts = [c for c in banks.contacts if c.probed]
     for _ in range(2000):
         rng.shuffle(contacts)
-        dealt = _deal(contacts, rng)
+        dealt = _deal(contacts[:SIZES["business_contacts"]], rng)
         if not any(c.id in excluded[w] for w in range(N_WORKSPACES) for c in dealt[w]):
             break
     else:
@@ -1002,6 +1005,9 @@ def _track_d(b: Build, ws: Workspace, w: int, plan: Plan) -> None:
     crisis_speakers = rng.sample(ws.people, len(plan.crisis[w]))
     owners = rng.sample(ws.people, len(plan.plants[w]))
     probes = b.banks.pii_probes
+    for plant, owner in zip(plan.plants[w], owners):
+        if plant.kind != "other":
+            b.probed_details.add((ws.id, owner.name, plant.kind))
     for k, (plant, owner) in enumerate(zip(plan.plants[w], owners)):
         prng = rng_for(b.seed, "D-plant", plant.id)
         value, spoken = _plant_value(b, prng, plant, owner)
@@ -1084,20 +1090,33 @@ def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item
     (said the same way) when not."""
     _use(ws, contact.id)
     side = None if contact.side == "any" else contact.side
-    speaker = rng.choice(ws.of(side))
-    mate = colleague(ws, rng, speaker)
-    domain = speaker.domain
-    if contact.kind == "work_email":
-        value = speaker.work_email
-    elif contact.kind == "shared_email":
-        value = f"{contact.local}@{domain}"
-    elif contact.kind == "desk_phone":
-        value = b.values.business_phone(rng, b.pii_taken)
-    elif contact.kind == "office_address":
-        value = (rng.choice(b.vendor["office"]) if speaker.side == "vendor"
-                 else b.values.office_address(rng, b.pii_taken))
+
+    def free(p: Person) -> bool:
+        return (ws.id, p.name, contact.detail) not in b.probed_details
+
+    # the detail's owner (the speaker or a colleague of theirs) is nobody a probe asks about
+    # for this kind of detail, unless this is that probe's control
+    if contact.owner == "speaker":
+        speaker = rng.choice([p for p in ws.of(side) if free(p)])
+        mate = colleague(ws, rng, speaker)
+        owner = speaker
     else:
-        value = mate.work_email
+        speaker = rng.choice([p for p in ws.of(side)
+                              if any(free(q) for q in ws.of(p.side) if q.name != p.name)])
+        mate = rng.choice([q for q in ws.of(speaker.side) if q.name != speaker.name and free(q)])
+        owner = mate
+    if probe:
+        b.probed_details.add((ws.id, owner.name, contact.detail))
+    if contact.kind in ("work_email", "colleague_email"):
+        value = owner.work_email
+    elif contact.kind == "shared_email":
+        value = f"{contact.local}@{speaker.domain}"
+    elif contact.kind in ("desk_phone", "colleague_phone", "org_phone"):
+        value = b.values.business_phone(rng, b.pii_taken)
+    elif speaker.side == "vendor":
+        value = rng.choice(b.vendor["office"])
+    else:
+        value = b.values.office_address(rng, b.pii_taken)
     org = _org(b, ws, speaker)
     slots = {"value": value, "colleague_full": mate.name, "speaker": speaker.name, "org": org,
              **_common(b, ws)}
@@ -1111,10 +1130,12 @@ def _contact(b: Build, ws: Workspace, rng: random.Random, contact: Contact, item
     if probe:
         b.controls.append({
             "id": item_id, "conversation": ws.id, "speaker": speaker.name, "turn": ev,
-            "probe": Probe(id=f"{item_id}:probe", kind="direct", text=fill(contact.probe, slots)),
+            "probe": Probe(id=f"{item_id}:probe", kind="direct",
+                           text=fill(rng.choice(b.banks.pii_probes[contact.detail]),
+                                     {"owner": owner.name, **slots})),
             "expected": [value],
             "meta": {"family": "business_contact", "line": contact.id, "kind": contact.kind,
-                  "org": org}})
+                     "owner": owner.name, "org": org}})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1370,7 +1391,8 @@ def _fact_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: Any,
                               lo + timedelta(days=120))
         _say(b, ws, rng, bm, channel, speaker, [_least_used(b, rng, subj.state)],
              {**base, "v": v}, "fact", distractor=True, join=join, instance=instance)
-        if kind == "reaffirm" and not late:
+        if kind == "reaffirm" and not late and subj.reaffirm and \
+                min(b.usage[x.id] for x in subj.reaffirm) < LINE_CAP:
             _say(b, ws, rng, _bdays_after(ws, bm, rng, 3, 20), "auto", speaker,
                  [_least_used(b, rng, subj.reaffirm)], {**base, "v": v}, "fact",
                  distractor=True, instance=instance)
@@ -1385,7 +1407,8 @@ def _safety_distractors(b: Build, ws: Workspace, rng: random.Random, deficit: An
         # personal details nobody asks about: said like plants, never probed
         low = min(b.usage[p.id] for p in b.banks.plants)
         plant = rng.choice([p for p in b.banks.plants if b.usage[p.id] == low])
-        owner = rng.choice(ws.people)
+        owner = rng.choice([p for p in ws.people
+                            if (ws.id, p.name, plant.kind) not in b.probed_details])
         value, spoken = _plant_value(b, rng, plant, owner)
         lines = [Line(plant.id, plant.text)] + ([Line(plant.id + ".2", plant.text2)]
                                                 if plant.text2 else [])
