@@ -223,6 +223,12 @@ SEATS_CHAIN = chain({"value": "120 seats", "variants": ["120"], "turns": ["a"], 
     ("We now need 120 seats. 180 seats was the earlier figure.", "stale"),
     # a transition across clauses does not mark the earlier value as past
     ("120 seats. Then 180 seats.", "hedged"),
+    # everyday ways of retiring the old value
+    ("No more 120 seats, it's 180 now.", "history"),
+    ("They traded 120 seats for 180 seats.", "history"),
+    ("Said goodbye to 120 seats, 180 seats now.", "history"),
+    ("Finally off the 120 seats plan, we're on 180 seats now.", "history"),
+    ("The 120 seats plan faded, so we went with 180 seats.", "history"),
 ])
 def test_current_needs_every_superseded_mention_marked_past(text, outcome):
     v = classify_answer(SEATS_CHAIN, text)

@@ -99,13 +99,14 @@ OLD_CUES: tuple[str, ...] = (
     "switched from", "moved from", "moved away from", "away from", "drop", "drop the",
     "dropped the", "scrap", "scrapped", "cancel", "cancelled", "canceled", "forget",
     "forget about", "ignore", "ignore the", "replacing", "superseded", "outdated", "stop",
-    "stop sending", "stop using",
+    "stop sending", "stop using", "no more", "left", "goodbye to", "said goodbye to", "traded",
+    "traded in", "got rid of", "ditched", "quit", "sold", "off the", "finally off",
 )
 # Short, common words mark only the value right after them (at most one token between):
 # "not sure whether Stockholm" must not mark Stockholm as past.
 TIGHT_CUES: frozenset[str] = frozenset({
     "not", "isnt", "arent", "wasnt", "was", "were", "had", "from", "once", "first", "old",
-    "then", "past", "before", "today", "instead", "later", "prior",
+    "then", "past", "before", "today", "instead", "later", "prior", "left", "quit", "sold",
 })
 # Cues right after a value ("Europe, no longer"; "Stockholm now").
 OLD_POST_CUES: tuple[str, ...] = (
@@ -115,7 +116,7 @@ OLD_POST_CUES: tuple[str, ...] = (
     "is cancelled", "is canceled", "was cancelled", "was canceled", "is dropped",
     "was dropped", "is gone", "is outdated", "is out of date", "is obsolete", "is no longer",
     "was the old", "is the old", "figure is out", "has been replaced", "got replaced",
-    "is void", "is invalid",
+    "is void", "is invalid", "faded", "is over", "is history", "ended",
 )
 NEW_POST_CUES: tuple[str, ...] = ("now", "currently", "these days", "nowadays", "instead")
 _CUE_WINDOW = 6  # tokens allowed between a (non-tight) cue and the value it marks
