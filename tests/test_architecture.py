@@ -39,11 +39,12 @@ ALLOWED: dict[str, set[str]] = {
     "audit": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
               "runs"},
     "itemgen": {"errors", "model", "datasets", "llm"},
+    "annotate": {"errors", "model", "stats", "datasets"},
     "validation": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
                    "llm", "judges", "tracks", "systems", "report", "runs", "audit", "itemgen"},
     "cli": {ROOT, "errors", "model", "contract", "records", "stats", "datasets", "retrieval",
             "llm", "judges", "tracks", "systems", "report", "runs", "audit", "itemgen",
-            "validation", "plugins"},
+            "validation", "plugins", "annotate"},
 }
 SCORING = ("tracks", "judges", "report")
 

@@ -17,11 +17,22 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
+from twistbench.annotate.adjudicate import adjudicate as adjudicate_key
+from twistbench.annotate.agreement import (
+    DEFAULT_MIN_KAPPA,
+    compute_agreement,
+    render_markdown,
+    write_agreement,
+)
+from twistbench.annotate.answers import load_manifest, read_answers
+from twistbench.annotate.excerpts import Settings as ExcerptSettings
+from twistbench.annotate.packet import export_packets
 from twistbench.audit.contested import semantic_audit_files
 from twistbench.audit.core import audit
 from twistbench.audit.native import native_matrix
 from twistbench.audit.report import render_audit_markdown
 from twistbench.audit.tracing import write_traces
+from twistbench.datasets.keyfile import read_key as read_key_doc
 from twistbench.datasets.locomo import dataset_notes
 from twistbench.datasets.paths import cs2_key_path
 from twistbench.datasets.registry import (
@@ -32,6 +43,13 @@ from twistbench.datasets.registry import (
 )
 from twistbench.datasets.registry import (
     REGISTRY as DATASET_REGISTRY,
+)
+from twistbench.datasets.versions import (
+    add_erratum,
+    errata_path,
+    read_errata_log,
+    release_next_version,
+    resolve_key_file,
 )
 from twistbench.errors import InputError
 from twistbench.judges import DEFAULT_JUDGE, make_judge
@@ -67,6 +85,12 @@ audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         "targets. `twist audit TRACES...`, `twist audit native`, "
                         "`twist audit labels`.")
 app.add_typer(audit_app, name="audit")
+annotate_app = typer.Typer(add_completion=False, help="Blind double annotation of a key "
+                           "(whitepaper §6.1): export packets, measure agreement, adjudicate.")
+app.add_typer(annotate_app, name="annotate")
+errata_app = typer.Typer(add_completion=False, help="Accepted disputes of a key version, and "
+                         "the next version with them folded in.")
+app.add_typer(errata_app, name="errata")
 console = Console(soft_wrap=True)  # Markdown tables printed as-is, never re-wrapped
 # soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
 err = Console(stderr=True, soft_wrap=True)
@@ -130,6 +154,7 @@ def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: 
     source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
               "include_crisis": crisis}
     ds = load_dataset(name, opts)
+    source["name"] = ds.meta.get("dataset_name", name)  # +errata pinned to its level
     for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
         err.print(f"note: {line}", highlight=False, markup=False)
     return ds, source
@@ -572,6 +597,156 @@ def _as_jsonable(obj):  # noqa: ANN001, ANN202
     if is_dataclass(obj):
         return asdict(obj)
     return obj
+
+
+@annotate_app.command("export")
+def annotate_export(
+    key: Annotated[str, typer.Argument(help="Dataset name (see `twist list`) or key file.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="New folder for the packets and "
+                                      "the coordinator's manifest.json.")],
+    annotators: Annotated[int, typer.Option("--annotators", "-n", help="Annotators (>= 2); "
+                                            "each gets a folder r1, r2, ...")] = 2,
+    seed: Annotated[int | None, typer.Option(help="Shuffle and code seed (recorded in the "
+                                             "manifest). Default: drawn at random.")] = None,
+    track: Annotated[list[str] | None, typer.Option(
+        "--track", "-t", help="Only these tracks (A, B, C, D). Default: all.")] = None,
+    sample: Annotated[int | None, typer.Option(help="Only N items, spread over the tracks "
+                                               "(a pilot round).")] = None,
+    examples: Annotated[int, typer.Option(help="Worked examples in the guide per answer the "
+                                          "key gives (left out of the packet).")] = 1,
+    context: Annotated[int, typer.Option(help="Turns shown before and after each marked "
+                                         "turn.")] = 2,
+    locomo: LocomoOpt = None,
+    include_crisis: CrisisOpt = False,
+) -> None:
+    """Write blind annotation packets (CSV, JSONL, offline HTML form, guide, full records)."""
+    try:
+        ds, source = _dataset(key, locomo, None, include_crisis)
+        res = export_packets(ds, out, annotators=annotators, seed=seed,
+                             settings=ExcerptSettings(context=context), tracks=track,
+                             sample=sample, examples=examples, source=source)
+    except InputError as exc:
+        _fail_input(exc)
+    tracks = ", ".join(f"{t} {n}" for t, n in res.per_track.items())
+    console.print(f"packet {res.packet} of {ds.version}: {res.items} items ({tracks}) for "
+                  f"{', '.join(res.annotators)}; {len(res.examples)} worked examples; seed "
+                  f"{res.seed} -> {out} (keep manifest.json; send each annotator their folder)",
+                  highlight=False)
+
+
+@annotate_app.command("agreement")
+def annotate_agreement(
+    answers: Annotated[list[Path], typer.Argument(help="Answer files, one per annotator "
+                                                  "(.json from the form, .csv, .jsonl).")],
+    packet: Annotated[Path, typer.Option("--packet", "-p", help="The export folder (holding "
+                                         "manifest.json).")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for agreement.md/.json "
+                                             "and the adjudication queue. Default: "
+                                             "<packet>/adjudication.")] = None,
+    min_kappa: Annotated[float, typer.Option(help="Families below this kappa are dropped at "
+                                             "adjudication.")] = DEFAULT_MIN_KAPPA,
+) -> None:
+    """Cohen's / Fleiss' kappa, raw agreement and confusion tables per track and family; writes
+    the adjudication queue."""
+    try:
+        manifest = load_manifest(packet)
+        raters = [read_answers(a, manifest) for a in answers]
+        res = compute_agreement(manifest, raters, threshold=min_kappa)
+        written = write_agreement(res, manifest, out or packet / "adjudication")
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(render_markdown(res), markup=False, highlight=False)
+    console.print("written: " + ", ".join(str(w) for w in written), highlight=False)
+
+
+@annotate_app.command("adjudicate")
+def annotate_adjudicate(
+    key: Annotated[str, typer.Argument(help="The key file the packet was exported from (or "
+                                       "a committed key's version name).")],
+    queue: Annotated[Path, typer.Argument(help="queue.jsonl from `twist annotate "
+                                          "agreement`.")],
+    decisions: Annotated[Path, typer.Argument(help="The filled queue.csv (decision, "
+                                              "new_label, evidence, decision_reason).")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Next key version's file. "
+                                             "Default: beside KEY, named by version.")] = None,
+    min_kappa: Annotated[float | None, typer.Option(help="Override the queue's threshold.")
+                         ] = None,
+) -> None:
+    """Merge the adjudicator's decisions, drop families below the threshold and rejected
+    items, and write the next key version with a changelog and the agreement figures."""
+    try:
+        rel, record = adjudicate_key(resolve_key_file(key), queue, decisions, out=out,
+                                     min_kappa=min_kappa)
+    except InputError as exc:
+        _fail_input(exc)
+    rep = rel.report
+    console.print(f"{rel.version} -> {rel.path} (sha256 {rel.sha256}): {len(rep.dropped)} "
+                  f"dropped, {len(rep.relabelled)} relabelled, errata folded in: "
+                  f"{rel.errata or 'none'}; families below {record['threshold']:g}: "
+                  f"{', '.join(record['failing_families']) or 'none'}"
+                  f"{' (sampled round: not dropped)' if record['sample'] else ''}",
+                  highlight=False)
+
+
+@errata_app.command("add")
+def errata_add(
+    key: Annotated[str, typer.Argument(help="Key file or a committed key's version name.")],
+    item: Annotated[str, typer.Option("--item", help="The disputed item's id.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why the item is wrong (public).")],
+    action: Annotated[str, typer.Option(help="drop, or relabel (Track B drafts).")] = "drop",
+    label: Annotated[str | None, typer.Option(help="relabel: aligned, contradicting or "
+                                              "hard_negative.")] = None,
+    evidence: Annotated[list[str] | None, typer.Option(
+        help="relabel: a turn id the draft contradicts (repeatable).")] = None,
+    by: Annotated[str, typer.Option(help="Who filed or accepted the dispute.")] = "",
+) -> None:
+    """Record an accepted dispute in the key version's errata log."""
+    if action not in ("drop", "relabel"):
+        _fail_input(InputError("--action", f"{action!r}", expected="drop or relabel"))
+    try:
+        entry, path = add_erratum(resolve_key_file(key), item, reason, action=action,  # type: ignore[arg-type]
+                                  label=label, evidence=evidence, by=by)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"erratum {entry.n}: {entry.action} {entry.item} -> {path} (runs: -d "
+                  f"{key}+errata-{entry.n})", highlight=False)
+
+
+@errata_app.command("list")
+def errata_list(
+    key: Annotated[str, typer.Argument(help="Key file or a committed key's version name.")],
+) -> None:
+    """The errata of a key version and the key's changelog."""
+    try:
+        path = resolve_key_file(key)
+        doc, digest = read_key_doc(path)
+        log = read_errata_log(errata_path(path, doc["version"]), doc["name"], doc["version"])
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"{doc['version']} sha256 {digest}: {len(log.entries)} errata", highlight=False)
+    for e in log.entries:
+        console.print(f"  {e.n}. {e.date} {e.action} {e.item}"
+                      f"{' -> ' + e.label if e.label else ''}: {e.reason}", highlight=False)
+    for c in (doc["payload"].get("meta") or {}).get("changelog", []):
+        console.print(f"  {c['version']} (from {c['from']}, {c['date']}): {c['why']}; "
+                      f"{len(c['dropped'])} dropped, {len(c['relabelled'])} relabelled, "
+                      f"{len(c['fixed'])} fixed", highlight=False)
+
+
+@errata_app.command("apply")
+def errata_apply(
+    key: Annotated[str, typer.Argument(help="Key file or a committed key's version name.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Next key version's file. "
+                                             "Default: beside KEY, named by version.")] = None,
+) -> None:
+    """Write the next key version with every erratum of this version folded in."""
+    try:
+        rel = release_next_version(resolve_key_file(key), [], why="errata", out=out)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"{rel.version} -> {rel.path} (sha256 {rel.sha256}): errata {rel.errata} "
+                  f"folded in ({len(rel.report.dropped)} dropped, "
+                  f"{len(rel.report.relabelled)} relabelled)", highlight=False)
 
 
 @app.command()

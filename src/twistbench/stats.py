@@ -13,6 +13,10 @@ TIAP (the retrieval audit):
 - `paired_bootstrap`, `paired_bootstrap_many`, `two_group_bootstrap`, `mean_gap_bootstrap`:
   percentile intervals resampling queries (TIAP §4: 3,000 paired resamples), as `Interval`.
 - `fleiss_kappa`, `mean_pairwise_agreement`, `majority`: agreement of contested-credit raters.
+Rater agreement (TIAP contested credits, the answer-key annotation of `annotate/`):
+- `cohen_kappa` (two raters), `fleiss_kappa` (any fixed number), both from one formula
+  `kappa_from_parts(p_o, p_e)`; `cohen_parts` and `fleiss_parts` compute (p_o, p_e) from additive
+  counts, so the cluster bootstrap can resample them (`cluster_bootstrap_sums`).
 
 Two seeds, each fixed by its own specification so that re-scoring gives identical numbers:
 TWIST_BOOTSTRAP_SEED for the cluster bootstraps of the tracks, TIAP_BOOTSTRAP_SEED (1337, the
@@ -458,12 +462,32 @@ def mean_gap_bootstrap(groups: Sequence[tuple[np.ndarray, np.ndarray]],
 # Agreement
 
 
-def fleiss_kappa(counts: np.ndarray | Sequence[Sequence[int]]) -> float:
-    """Fleiss' kappa from an (items, categories) matrix of rating counts.
+def kappa_from_parts(p_o: np.ndarray | float, p_e: np.ndarray | float) -> np.ndarray:
+    """(p_o - p_e) / (1 - p_e), elementwise; NaN where the expected agreement is 1 (every rating
+    in one category: kappa is undefined)."""
+    p_o = np.asarray(p_o, dtype=np.float64)
+    p_e = np.asarray(p_e, dtype=np.float64)
+    ok = p_e < 1.0 - 1e-12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ok, (p_o - p_e) / np.where(ok, 1.0 - p_e, 1.0), np.nan)
 
-    Every item must have the same number of ratings n >= 2 (Fleiss 1971). Returns NaN when the
-    expected agreement is 1 (every rating in one category: kappa is undefined).
-    """
+
+def cohen_parts(confusion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(observed, expected) agreement of two raters from confusion matrices of shape (..., K, K)
+    (rows rater 1, columns rater 2). Cohen (1960): p_e = sum_k p1(k) p2(k). NaN where empty."""
+    c = np.asarray(confusion, dtype=np.float64)
+    n = c.sum(axis=(-2, -1))
+    safe = np.where(n > 0, n, np.nan)
+    p_o = np.trace(c, axis1=-2, axis2=-1) / safe
+    p_e = np.sum(c.sum(axis=-1) * c.sum(axis=-2), axis=-1) / (safe * safe)
+    return p_o, p_e
+
+
+def fleiss_sums(counts: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
+    """Additive sufficient statistics of Fleiss' kappa for an (items, K) count matrix:
+    [sum_i P_i, items, ratings per category (K)]. Sums of several item sets add up, so a cluster
+    bootstrap can pool them (`fleiss_parts`). Every item needs the same number n >= 2 of
+    ratings."""
     m = np.asarray(counts, dtype=np.float64)
     if m.ndim != 2 or m.shape[0] == 0:
         raise ValueError("counts must be a non-empty (items, categories) matrix")
@@ -471,14 +495,49 @@ def fleiss_kappa(counts: np.ndarray | Sequence[Sequence[int]]) -> float:
     n = per_item[0]
     if n < 2 or not np.all(per_item == n):
         raise ValueError("every item needs the same number (>= 2) of ratings")
-    big_n = m.shape[0]
-    p_j = m.sum(axis=0) / (big_n * n)
     p_i = (np.sum(m * m, axis=1) - n) / (n * (n - 1))
-    p_bar = p_i.mean()
-    p_e = float(np.sum(p_j * p_j))
-    if p_e >= 1.0:
-        return math.nan
-    return float((p_bar - p_e) / (1.0 - p_e))
+    return np.concatenate([[p_i.sum(), m.shape[0]], m.sum(axis=0)])
+
+
+def fleiss_parts(sums: np.ndarray, raters: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P_bar, P_e) of Fleiss (1971) from `fleiss_sums` vectors, shape (..., 2 + K)."""
+    s = np.asarray(sums, dtype=np.float64)
+    items = np.where(s[..., 1] > 0, s[..., 1], np.nan)
+    p_bar = s[..., 0] / items
+    p_j = s[..., 2:] / (items[..., None] * raters)
+    return p_bar, np.sum(p_j * p_j, axis=-1)
+
+
+def fleiss_kappa(counts: np.ndarray | Sequence[Sequence[int]]) -> float:
+    """Fleiss' kappa from an (items, categories) matrix of rating counts.
+
+    Every item must have the same number of ratings n >= 2 (Fleiss 1971). Returns NaN when the
+    expected agreement is 1 (every rating in one category: kappa is undefined).
+    """
+    sums = fleiss_sums(counts)
+    raters = int(np.asarray(counts).sum(axis=1)[0])
+    return float(kappa_from_parts(*fleiss_parts(sums, raters)))
+
+
+def cohen_kappa(rater_1: Sequence[Hashable], rater_2: Sequence[Hashable],
+                categories: Sequence[Hashable] | None = None) -> float:
+    """Cohen's kappa of two raters' labels of the same items (same order). NaN when both raters
+    used one and the same category throughout (undefined)."""
+    if len(rater_1) != len(rater_2) or not rater_1:
+        raise ValueError("two non-empty label lists of the same length are needed")
+    cats = list(categories) if categories is not None else sorted(set(rater_1) | set(rater_2),
+                                                                   key=str)
+    return float(kappa_from_parts(*cohen_parts(confusion_matrix(rater_1, rater_2, cats))))
+
+
+def confusion_matrix(rater_1: Sequence[Hashable], rater_2: Sequence[Hashable],
+                     categories: Sequence[Hashable]) -> np.ndarray:
+    """(K, K) counts: rows rater 1's label, columns rater 2's."""
+    index = {c: j for j, c in enumerate(categories)}
+    out = np.zeros((len(categories), len(categories)), dtype=np.int64)
+    for a, b in zip(rater_1, rater_2, strict=True):
+        out[index[a], index[b]] += 1
+    return out
 
 
 def count_matrix(labels_by_item: Mapping[Hashable, Sequence[str]],

@@ -10,6 +10,12 @@ is correct, citation is wrong)") and answer errors (99: HALLUCINATION, TEMPORAL_
 ATTRIBUTION_ERROR, AMBIGUOUS, INCOMPLETE). WRONG_CITATION entries therefore override evidence
 only; the others override answer and evidence. An entry whose question text differs from the
 LoCoMo item it names is not applied (it was written for another file) and is reported.
+
+The corrections go through the key-version machinery of datasets/versions.py (one `fix` change
+per question, applied by `apply_changes`), and a released audit has a short version name:
+`audit-1` is locomo-audit@9493fb4, so `-d locomo+audit-1` (or any LoCoMo-based dataset name +
+`+audit-1`) names the same corrected key as `--errata locomo-audit` with that file, pinned: a
+different errors.json is refused under that name.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 
 from twistbench.datasets.keyfile import sha256_bytes, sha256_file
 from twistbench.datasets.paths import LOCOMO_AUDIT_ERRATA, shared_data_dir
+from twistbench.datasets.versions import Change, apply_changes
 from twistbench.errors import InputError
 from twistbench.model import Dataset, QAItem
 
@@ -30,6 +37,8 @@ ERRATA_NAME = "locomo-audit"
 KNOWN_ERRATA = {
     "f298ef46263fada20688a1d672be37d4f488c6da3b19343eea55ae5c1b5fe55e": "locomo-audit@9493fb4",
 }
+# Released audits by short version name (`-d locomo+audit-1`).
+AUDIT_VERSIONS = {"audit-1": "locomo-audit@9493fb4"}
 EVIDENCE_ONLY_TYPES = frozenset({"WRONG_CITATION"})
 _QID = re.compile(r"^locomo_(\d+)_qa(\d+)$")
 _TURN = re.compile(r"^D(\d+):(\d+)$")
@@ -151,14 +160,16 @@ def apply_errata(dataset_or_qa: Dataset | list[QAItem], errata_path: str | Path
         known = None
     by_audit = {it.meta.get("audit_id"): i for i, it in enumerate(qa) if it.meta.get("audit_id")}
     rep = ErrataReport(version=version, path=str(errata_path), sha256=digest, entries=len(entries))
-    out = list(qa)
+    changes: list[Change] = []
+    fixed: set[int] = set()
     for e in entries:
         qid = e["question_id"]
         pos = by_audit.get(qid)
-        if pos is None:
-            rep.not_applied.append({"question_id": qid, "reason": "no such question"})
+        if pos is None or pos in fixed:
+            why = "no such question" if pos is None else "a second entry for the question"
+            rep.not_applied.append({"question_id": qid, "reason": why})
             continue
-        item = out[pos]
+        item = qa[pos]
         if _norm(e.get("question")) and _norm(e.get("question")) != _norm(item.question):
             rep.not_applied.append({"question_id": qid, "item": item.id,
                                     "reason": "question text differs from the LoCoMo item"})
@@ -190,11 +201,32 @@ def apply_errata(dataset_or_qa: Dataset | list[QAItem], errata_path: str | Path
         meta = dict(item.meta)
         meta["errata"] = {"version": version, "error_type": etype, "answer_was": item.answer,
                           "evidence_was": list(item.evidence)}
-        out[pos] = item.model_copy(update={"answer": new_answer, "evidence": list(new_ev),
-                                           "meta": meta})
+        fixed.add(pos)
+        changes.append(Change(item=item.id, action="fix", why=f"{version} {qid} {etype}",
+                              fields={"answer": new_answer, "evidence": list(new_ev),
+                                      "meta": meta}))
         rep.changes.append({"item": item.id, "question_id": qid, "error_type": etype,
                             "answer_changed": ans_changed, "evidence_changed": ev_changed})
+    new_lists, _ = apply_changes({"qa": [q.model_dump(mode="json") for q in qa]}, changes,
+                                 str(errata_path))
+    by_id = {q["id"]: q for q in new_lists["qa"]}
+    out = [QAItem.model_validate(by_id[q.id]) if i in fixed else q for i, q in enumerate(qa)]
     return out, rep
+
+
+def pinned_audit(short: str, locomo_path: str | Path | None) -> Path:
+    """The errors.json of a released audit (`audit-1`), refused when the file found is another
+    version (its sha256 is not the one that name stands for)."""
+    if short not in AUDIT_VERSIONS:
+        raise InputError(short, "unknown LoCoMo audit version",
+                         expected=" | ".join(AUDIT_VERSIONS))
+    path = resolve_errata_path(ERRATA_NAME, locomo_path)
+    found = KNOWN_ERRATA.get(sha256_file(path))
+    if found != AUDIT_VERSIONS[short]:
+        raise InputError(str(path), f"this errors.json is not {AUDIT_VERSIONS[short]} "
+                         f"({short})", field="sha256",
+                         expected=f"the audit file released as {AUDIT_VERSIONS[short]}")
+    return path
 
 
 def overlay_errata(qa: list[QAItem], errata: str, locomo_path: str | Path, version: str,

@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from twistbench.errors import InputError
+from twistbench.report.keys import KeyRef, require_one_key
 from twistbench.stats import Metric
 from twistbench.tracks import TRACK_ORDER, RunScores, headline_pairs
 from twistbench.tracks.base import HeadlinePair, TrackResult
@@ -120,17 +120,9 @@ def build_row(entry: ProfileEntry) -> ProfileRow:
 def build_profile(entries: list[ProfileEntry]) -> Profile:
     """One profile over runs on the same dataset key. Raises InputError when the entries name
     different key sha256s (scores on different keys are not comparable in one table)."""
-    if not entries:
-        raise InputError("report", "no runs to report", expected="at least one run folder")
+    require_one_key([KeyRef(e.run or e.system, e.scores.dataset_version, e.scores.key_sha256)
+                     for e in entries])
     first = entries[0].scores
-    for e in entries[1:]:
-        if e.scores.key_sha256 != first.key_sha256:
-            raise InputError(
-                e.run or e.system,
-                f"run is on key {e.scores.dataset_version} sha256 {e.scores.key_sha256}, but "
-                f"{entries[0].run or entries[0].system} is on {first.dataset_version} sha256 "
-                f"{first.key_sha256}",
-                field="dataset.sha256", expected="runs on the same key in one profile")
     judge = "structural"
     c = first.tracks.get("C")
     if c is not None and c.status == "scored":
