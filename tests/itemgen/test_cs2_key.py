@@ -78,3 +78,31 @@ def test_crisis_plants_change_nothing_else(cs2_built, cs2_crisis):
                 "emotional_negatives"):
         assert getattr(plain, fld) == getattr(crisis, fld)
     assert crisis.meta["content_warning"]
+
+
+def test_committed_keys_record_the_gates_measured_on_their_content(cs2_built, cs2_crisis):
+    """The key's meta carries the shortcut battery's and the separability audit's results, and
+    says which content they were measured on: the content the generator builds now."""
+    for path, ds in ((KEY, cs2_built[0]), (CRISIS_KEY, cs2_crisis)):
+        meta = read_key(path)[0]["payload"]["meta"]
+        assert meta["gates_measured_on"] == cs2.content_sha256(ds)
+        gates, sep = meta["gates"], meta["separability"]
+        assert gates["passed"] is True and gates["failures"] == []
+        assert gates["battery"] == "twistbench.validation.shortcuts"
+        assert all(c["passed"] is not False for c in gates["checks"].values())
+        assert {"A.text", "A.nontext", "B.text", "B.skeleton", "find.items", "C.most_recent",
+                "D.masking", "surface.duplicates"} <= set(gates["checks"])
+        assert sep["passed"] is True and sep["oracle_failed"] == 0
+        assert len(sep["checks"]) == 12 and all(c["ok"] for c in sep["checks"].values())
+
+
+def test_a_key_whose_content_was_not_measured_says_so(tmp_path):
+    ds = cs2.with_gate_record(cs2.build(seed=7))
+    assert ds.meta["gates_measured_on"] is None
+    assert ds.meta["gates"]["passed"] is None and ds.meta["separability"]["passed"] is None
+    assert cs2.content_sha256(ds) in ds.meta["gates"]["note"]
+    # the record is keyed by content: the same content with another record file is unmeasured
+    plain = cs2.build()
+    (tmp_path / "r.json").write_text('{"twist-cs-2.0": {"content_sha256": "0", "shortcuts": {}, '
+                                     '"separability": {}}}')
+    assert cs2.with_gate_record(plain, tmp_path / "r.json").meta["gates_measured_on"] is None
