@@ -239,7 +239,11 @@ class StructuralJudge:
     """Value matching + currency cues; see the module docstring for the outcomes."""
 
     name = "structural"
-    version = "1"
+    # 2: a current answer must mark every superseded mention as past; everyday past markers
+    # (the shortcut audit, issue 11). 3: spelled-out digits of a planted phone number or email
+    # are that number (TWIST-CS 2.0 plants them). Verdicts differ between versions, so a run
+    # does not resume across them.
+    version = "3"
 
     def classify(self, chain: UpdateChain, query: ChainQuery, answer: Answer) -> JudgeVerdict:
         return classify_answer(chain, answer.text, answer.evidence)
