@@ -43,12 +43,16 @@ def separability_summary(report: ValidationReport) -> dict[str, Any]:
 def measure(include_crisis: bool, out_dir: Path) -> tuple[str, dict[str, Any]]:
     built = cs2.build(include_crisis=include_crisis)
     key = out_dir / ("key-crisis.json" if include_crisis else "key.json")
-    cs2.write_dataset(key, cs2.with_gate_record(built, None))  # the content, no results yet
+    # the content the results are about, with no results in it: its sha256 (in the audit's
+    # validation.md) is the record's content_sha256
+    digest = cs2.write_dataset(key, built)
+    if digest != cs2.content_sha256(built):
+        raise SystemExit(f"{key}: sha256 {digest} is not the content sha256 the record would name")
     dataset = load_dataset_key(key)
     shortcuts = run_gates(dataset)  # as gate_for_build runs it
     separability = validate_dataset(dataset, out_dir / dataset.version, include_heuristic=True,
                                     shortcuts=False)
-    entry = {"content_sha256": cs2.content_sha256(built), "measured_with": measured_with(),
+    entry = {"content_sha256": digest, "measured_with": measured_with(),
              "shortcuts": shortcuts.to_meta(), "separability": separability_summary(separability)}
     print(f"{dataset.version}: shortcuts {'PASS' if shortcuts.passed else 'FAIL'}, "
           f"separability {'PASS' if entry['separability']['passed'] else 'FAIL'} "

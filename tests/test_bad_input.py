@@ -334,6 +334,8 @@ def test_numeric_options_of_run(tmp_path, args, flag):
     (["audit", "{o}", "{o}", "--seed", "-1"], "--seed"),
     (["audit", "{o}", "{o}", "-k", "0"], "-k"),
     (["build", "cs", "--seed", "-1", "-o", "{o}/k.json"], "--seed"),
+    (["build", "cs", "--version", "3.0", "-o", "{o}/k.json"], "--version"),
+    (["build", "cs", "--paraphrase", "http://localhost:1/v1", "-o", "{o}/k.json"], "--paraphrase"),
     (["annotate", "export", "demo", "-o", "{o}", "-n", str(10**30)], "--annotators"),
     (["annotate", "export", "demo", "-o", "{o}", "--context", "-1"], "--context"),
     (["annotate", "export", "demo", "-o", "{o}", "--examples", "-1"], "--examples"),
