@@ -93,11 +93,13 @@ def run_system(
     judge: Judge | None = None,
     on_item: Callable[[ItemRecord], None] | None = None,
     dataset_source: dict[str, Any] | None = None,
+    label: str | None = None,
 ) -> RunOutcome:
     """Run `system` over `dataset` into `out_dir`, resuming what is already there.
 
     judge: the judge of free-text answers (judges/; default the structural judge); its name and
-    version go into the manifest and the fingerprint."""
+    version go into the manifest and the fingerprint. label: what reports call this run (a
+    configuration of the system); recorded in the manifest, outside the fingerprint."""
     settings = settings or RunSettings()
     tracks = tracks if tracks is not None else TRACKS
     judge = judge if judge is not None else StructuralJudge()
@@ -113,6 +115,8 @@ def run_system(
                                "ingest_s": settings.ingest_timeout_s}, 0)
     done = finished_items(folder, config, manifest["fingerprint"], settings.force_new)
     manifest["resumed_from_items"] = len(done)
+    if label:
+        manifest["system"]["label"] = label
     folder.write_manifest(manifest)
 
     work = _work(dataset, system, settings, tracks, plan, judge)
@@ -153,7 +157,7 @@ def run_system(
         records = folder.records()
         by_track = finish_manifest(manifest, status, records, new, skipped, replay_failures)
         folder.write_manifest(manifest)
-    return RunOutcome(folder=folder.path, system=name, items=len(records), new_items=new,
+    return RunOutcome(folder=folder.path, system=label or name, items=len(records), new_items=new,
                       skipped=skipped, errors=sum(by_track.values()), errors_by_track=by_track,
                       tracks=plan)
 
