@@ -234,10 +234,10 @@ def run(
                 raise InputError("--system", f"{spec} and {used[folder]} would share the run "
                                  f"folder {folder}", expected="a --label for each system")
             used[folder] = spec
-            record_run_order(out, folder)
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
                                  gold_channel=entry.gold_channel, settings=settings,
                                  judge=judge_obj, dataset_source=source, label=name)
+            record_run_order(out, folder)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
                     f"{outcome.errors} errors")
             console.print(f"[bold]{outcome.system}[/]: {note} -> {folder}", highlight=False)

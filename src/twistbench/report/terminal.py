@@ -2,7 +2,7 @@
 
 Narrow (the usual case): one block per headline column, one line per system — metric, its counts,
 partner, its counts, errors — under a line naming the pair and which way is good. Wide enough
-for every column side by side: one line per system, one `metric / partner` cell per column.
+for every column side by side (counts included): one line per system, one cell per column.
 Columns N/A for every system are left out; every N/A reason is printed once, grouped with the
 columns and systems it applies to. Counts are never fractional: a LoCoMo F1 is a mean over n
 questions and is shown as `n=…`. Intervals are in report.md / report.html, named only when they
@@ -124,10 +124,22 @@ def _long(profile: Profile, cols: Sequence[Column], width: int) -> list[Text]:
     return out
 
 
+def _wide_cell(cell: Cell) -> Text:
+    if cell.status != "scored" or cell.pair is None:
+        return Text("N/A", style="dim")
+    p = cell.pair
+    text = Text(f"{value(p.primary)} {counts(p.primary)} / {value(p.partner)} "
+                f"{counts(p.partner)}")
+    text.append_text(_flag(cell))
+    return text
+
+
 def _wide_width(profile: Profile, cols: Sequence[Column]) -> tuple[int, list[int]]:
+    """Width of the side-by-side layout (every cell with its counts) and of each column."""
     name_w = min(MAX_NAME, max(len(r.system) for r in profile.rows))
-    widths = [max(len(c.title), len(pair_heading(c)), 16) for c in cols]
-    return name_w + 2 + sum(w + 2 for w in widths), widths
+    widths = [max([len(c.title), len(pair_heading(c))]
+                  + [len(_wide_cell(r.cells[c.key])) for r in profile.rows]) for c in cols]
+    return name_w + sum(w + 2 for w in widths), widths
 
 
 def _wide(profile: Profile, cols: Sequence[Column], widths: list[int]) -> list[Text]:
@@ -141,15 +153,12 @@ def _wide(profile: Profile, cols: Sequence[Column], widths: list[int]) -> list[T
     for row in profile.rows:
         line = Text(_name(row.system, name_w).ljust(name_w + 2))
         for c, w in zip(cols, widths):
-            cell = row.cells[c.key]
-            if cell.status != "scored" or cell.pair is None:
-                line.append("N/A".ljust(w + 2), style="dim")
-                continue
-            text = Text(f"{value(cell.pair.primary)} / {value(cell.pair.partner)}")
-            text.append_text(_flag(cell))
+            text = _wide_cell(row.cells[c.key])
             text.pad_right(w + 2 - len(text))
             line.append_text(text)
         out.append(line)
+    for line in out:
+        line.rstrip()
     return out
 
 
