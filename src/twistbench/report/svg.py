@@ -274,8 +274,8 @@ def latency_svg(latencies: dict[str, list[int]], systems: Sequence[str]) -> str:
                          f"<title>{escape(name)}: {n} arc(s) flagged {b} session(s) after the "
                          "reversal</title></rect>")
             parts.append(_text(x + (bw - 1) / 2, yv(n) - 3, str(n), 10, "middle", "#333"))
-    parts.append(_text((left + w) / 2, h - 10, "sessions from the reversal turn to the flag "
-                       "(lower is better)", 12, "middle"))
+    parts.append(_text((left + w) / 2, h - 10, "sessions from reversal to flag (lower is better)",
+                       11, "middle"))
     parts.append("</svg>")
     return "".join(parts)
 

@@ -296,9 +296,11 @@
         return '<div class="turn unknown"><div class="tm">' + esc(id) +
           ' \u00b7 not a turn of this conversation</div></div>';
       }
+      // a cited turn the gold names: say which part of the gold (e.g. "superseded: 400 seats")
       var g = gold && gold[id] ? ' gold' : '';
       return '<div class="turn' + g + '"><div class="tm">' + esc(id) + ' \u00b7 ' + esc(t[0]) +
-        ' \u00b7 session ' + t[1] + ' \u00b7 ' + esc(t[2]) + (g ? ' \u00b7 \u2605 gold turn' : '') +
+        ' \u00b7 session ' + t[1] + ' \u00b7 ' + esc(t[2]) +
+        (g ? ' \u00b7 <b>\u2605 gold ' + esc(gold[id]) + '</b>' : '') +
         '</div><div class="tt">' + esc(t[3]) + '</div></div>';
     }).join('');
   };
@@ -317,7 +319,7 @@
     }
     var it = this.data.items[this.rows[this.sel]], self = this;
     var goldIds = {};
-    it.gt.forEach(function (g) { g[1].forEach(function (id) { goldIds[id] = 1; }); });
+    it.gt.forEach(function (g) { g[1].forEach(function (id) { goldIds[id] = g[0]; }); });
     var cards = ['<div class="card gold"><h4><span class="nm">Gold</span></h4>' + fields(it.g) +
       it.gt.map(function (g) { return self.turns(it.c, g[0], g[1], null); }).join('') + '</div>'];
     it.r.forEach(function (r, s) {
@@ -376,5 +378,9 @@
   window.addEventListener('hashchange', route);
   if (location.hash.length > 1) { route(); }
   var idle = window.requestIdleCallback || function (f) { return setTimeout(f, 200); };
-  idle(function () { browsers.forEach(function (b) { b.load(); }); window.twistReady = true; });
+  idle(function () {
+    browsers.forEach(function (b) { b.load(); });
+    window.twistReadyAt = performance.now();  // read by benchmarks/bench_report.py
+    window.twistReady = true;
+  });
 })();
