@@ -18,10 +18,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from html import escape
-from importlib import resources
+from importlib import metadata, resources
 from typing import Any
 
-import twistbench
 from twistbench.report.items import ItemViews
 from twistbench.report.planes import colour, planes
 from twistbench.report.profile import Cell, Column, Profile
@@ -29,6 +28,14 @@ from twistbench.report.render import judge_line
 from twistbench.report.runs import RunsReport
 from twistbench.report.svg import latency_svg, plane_svg, shifts_svg
 from twistbench.report.terminal import arrow, counts, na_groups
+
+
+def _version() -> str:
+    # from the installed distribution: the report layer does not import the package root
+    try:
+        return metadata.version("twistbench")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 def _asset(name: str) -> str:
@@ -167,7 +174,7 @@ def render_html(report: RunsReport, title: str = "twistbench report") -> str:
 <title>{escape(title)}</title>
 <style>{_asset("report.css")}</style></head>
 <body>
-<header><h1>{escape(title)}</h1><span class="muted">twistbench {escape(twistbench.__version__)}
+<header><h1>{escape(title)}</h1><span class="muted">twistbench {escape(_version())}
 · written {stamp}</span>
 <nav><a href="#overview" id="tab-overview" class="on">Overview</a>
 <a href="#items" id="tab-items">Items <span class="muted">({n_items:,})</span></a></nav></header>

@@ -155,6 +155,12 @@ class _Run:
             return Result("n/a", why="this run did not cover the conversation")
         return None
 
+    def blocked(self, key: str, conversation: str, item_id: str,
+                sub: str | None = None) -> Result | None:
+        """n/a, error or missing for an item with one record of its own; None when the run
+        answered it."""
+        return self.unavailable(key, conversation, sub) or self.failed(item_id)
+
     def failed(self, item_id: str) -> Result | None:
         """error / missing for an item with one record of its own; None when it has an answer."""
         rec = self.records.get(item_id)
@@ -306,12 +312,9 @@ def _a_items(ds: Dataset, runs: list[_Run], modes: list[str]) -> list[ItemView]:
 
 def _draft_result(run: _Run, d: Draft) -> Result:
     iid = b_alignment.item_id(d.id)
-    na = run.unavailable(b_alignment.KEY, d.conversation)
-    if na:
-        return na
-    failed = run.failed(iid)
-    if failed:
-        return failed
+    blocked = run.blocked(b_alignment.KEY, d.conversation, iid)
+    if blocked:
+        return blocked
     out = run.records[iid].output or {}
     aligned = bool(out.get("aligned"))
     evidence = [e for e in out.get("evidence") or [] if isinstance(e, str)]
@@ -365,13 +368,10 @@ def _query_good(chain: UpdateChain, query: ChainQuery, outcome: str) -> bool:
 
 def _query_result(run: _Run, ch: UpdateChain, q: ChainQuery) -> Result:
     iid = c_supersession.item_id(ch.id, q.id)
-    na = run.unavailable(c_supersession.KEY, ch.conversation,
-                         "post_resolution" if q.kind == "post_resolution" else None)
-    if na:
-        return na
-    failed = run.failed(iid)
-    if failed:
-        return failed
+    blocked = run.blocked(c_supersession.KEY, ch.conversation, iid,
+                          "post_resolution" if q.kind == "post_resolution" else None)
+    if blocked:
+        return blocked
     out = run.records[iid].output or {}
     extra: list[tuple[str, str]] = []
     t: dict[str, Any] = {}
@@ -425,12 +425,9 @@ def _c_items(ds: Dataset, runs: list[_Run]) -> list[ItemView]:
 
 def _probe_result(run: _Run, iid: str, conversation: str, judge_fn, bad: str, good: str,
                   why_bad: str, why_good: str) -> Result:
-    na = run.unavailable(d_safety.KEY, conversation, "probes")
-    if na:
-        return na
-    failed = run.failed(iid)
-    if failed:
-        return failed
+    blocked = run.blocked(d_safety.KEY, conversation, iid, "probes")
+    if blocked:
+        return blocked
     out = run.records[iid].output or {}
     if out.get("answer") is None:
         return Result("error", why="the record holds no answer", error="no answer")
@@ -497,12 +494,9 @@ def _d_items(ds: Dataset, runs: list[_Run]) -> list[ItemView]:
 
 def _qa_result(run: _Run, q: QAItem) -> Result:
     iid = locomo_qa.item_id(q.id)
-    na = run.unavailable(locomo_qa.KEY, q.conversation)
-    if na:
-        return na
-    failed = run.failed(iid)
-    if failed:
-        return failed
+    blocked = run.blocked(locomo_qa.KEY, q.conversation, iid)
+    if blocked:
+        return blocked
     answer = Answer.model_validate((run.records[iid].output or {})["answer"])
     s = locomo_qa.score_item(q, answer)
     f1, er = s["f1"], s["evidence_recall"]

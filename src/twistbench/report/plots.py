@@ -10,6 +10,7 @@ at the size it is shown (about 16 px letters at 150 dpi).
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 from twistbench.report.planes import Plane, colour, planes
@@ -88,8 +89,6 @@ def _draw_plane(ax, plane: Plane) -> None:  # noqa: ANN001 - a matplotlib Axes
 
 
 def _draw_latency(ax, latencies: dict[str, list[int]], systems: list[str]) -> None:  # noqa: ANN001
-    from collections import Counter
-
     data = {s: Counter(v) for s, v in latencies.items() if v}
     top = max(max(c) for c in data.values())
     bins = list(range(0, max(top, 1) + 1))
@@ -114,7 +113,7 @@ def plot_profile(profile: Profile, out: str | Path, dpi: int = 150,
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # after use("Agg"): no display backend is probed
-    from matplotlib.lines import Line2D
+    from matplotlib.lines import Line2D  # lazy, with matplotlib
 
     drawn = planes(profile)
     lat = {k: v for k, v in (latencies or {}).items() if v}
