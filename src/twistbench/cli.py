@@ -6,14 +6,21 @@ a conformance failure); 2 bad input (a clear message naming file, record, field)
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+import os
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -67,11 +74,24 @@ from twistbench.report.runs import (
     report_runs,
 )
 from twistbench.runs.conform import check_conformance
+from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES
 from twistbench.runs.runner import RunSettings, run_system
+from twistbench.sanitize import Redactor, plain
 from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
-from twistbench.systems import DEFAULT_SYSTEMS, available_systems, make_system
+from twistbench.systems import (
+    DEFAULT_SYSTEMS,
+    available_systems,
+    build_system,
+    make_system,
+)
+from twistbench.systems import (
+    REGISTRY as SYSTEM_REGISTRY,
+)
 from twistbench.tracks import TRACKS
 from twistbench.validation.separability import render_validation_markdown, validate_dataset
+
+if TYPE_CHECKING:
+    from twistbench.validation.shortcuts import BuildGate
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   help="twistbench: TWIST tracks and TIAP audits for conversational memory.")
@@ -119,6 +139,10 @@ ErrataOpt = Annotated[str | None, typer.Option(
 CrisisOpt = Annotated[bool, typer.Option(
     "--include-crisis", help="Include the opt-in crisis plants (content warning: self-harm-"
     "adjacent phrasings).")]
+AllowGatesOpt = Annotated[bool, typer.Option(
+    "--allow-failing-gates", help="Write the key even when it fails a shortcut-audit gate; the "
+    "results go into its metadata (2.0+ keys) or beside it as <key>.gates.json (1.0 keys, whose "
+    "bytes stay those released).")]
 
 
 def _version(value: bool) -> None:
@@ -136,26 +160,134 @@ def _root(
     """twistbench: TWIST tracks and TIAP audits for conversational memory."""
 
 
-def main() -> None:
-    """Console-script entry point: InputError becomes one line on stderr and exit code 2."""
+# Secrets of the options given on this command line (and of the environment): every message
+# printed goes through it. Replaced once a command has parsed its -S options.
+_redactor = Redactor({})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point. Bad input (an InputError, a malformed option) is one line on
+    stderr and exit code 2; an unexpected failure is one line and exit code 3 (TWIST_DEBUG=1
+    shows the traceback). Never a traceback for the user."""
+    sys.exit(run_cli(argv))
+
+
+def run_cli(argv: list[str] | None = None) -> int:
+    """Run the `twist` command with `argv` (default sys.argv[1:]); returns the exit code."""
+    global _redactor
+    _redactor = Redactor({})
     try:
-        app()
+        rv = app(args=argv, prog_name="twist", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
     except InputError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
+        _error_line(str(exc))
+        return 2
+    except typer.TyperException as exc:  # typer's (vendored) click: unknown option, bad value
+        message = getattr(exc, "format_message", None)
+        _error_line(message() if callable(message) else str(exc))
+        code = getattr(exc, "exit_code", 2)
+        return code if isinstance(code, int) else 2
+    except (typer.Abort, KeyboardInterrupt):
+        _error_line("interrupted")
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last guard: a line, not a traceback
+        if os.environ.get("TWIST_DEBUG"):
+            raise
+        _error_line(f"internal error: {type(exc).__name__}: {exc} (please report it; "
+                    "TWIST_DEBUG=1 shows the traceback)")
+        return 3
+
+
+def _error_line(text: str, label: str = "error:") -> None:
+    """One line on stderr: secrets redacted, markup and control characters made harmless."""
+    one = " ".join(_redactor.text(text).split())
+    err.print(f"[bold red]{label}[/] {plain(one)}", highlight=False)
 
 
 def _fail_input(exc: InputError) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    _error_line(str(exc))
     raise typer.Exit(2)
+
+
+def _use_options(per: dict[str, dict[str, str]]) -> None:
+    """Redact the secrets of these -S options in everything printed from now on."""
+    global _redactor
+    merged = {f"{s}.{k}": v for s, opts in per.items() for k, v in opts.items()}
+    merged.update({k: v for opts in per.values() for k, v in opts.items()})
+    _redactor = Redactor(merged)
+
+
+def _positive(value: float, flag: str) -> float:
+    """A finite number above zero (a timeout): nan, inf, 0 and negatives are refused."""
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(flag, f"is {value!r}", field=flag.lstrip("-"),
+                         expected="a finite number above 0")
+    return value
+
+
+def _fraction(value: float, flag: str) -> float:
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise InputError(flag, f"is {value!r}", field=flag.lstrip("-"),
+                         expected="a number from 0 to 1")
+    return value
+
+
+def _at_least(value: int, low: int, flag: str) -> int:
+    if value < low:
+        raise InputError(flag, f"is {value}", field=flag.lstrip("-"), expected=f"at least {low}")
+    return value
+
+
+def _at_most(value: int, high: int, flag: str) -> int:
+    if value > high:
+        raise InputError(flag, f"is {value}", field=flag.lstrip("-"), expected=f"at most {high}")
+    return value
+
+
+def _kappa(value: float, flag: str) -> float:
+    if not math.isfinite(value) or not -1 <= value <= 1:
+        raise InputError(flag, f"is {value!r}", field=flag.lstrip("-"),
+                         expected="a kappa from -1 to 1")
+    return value
+
+
+def _output_dir(path: Path, flag: str) -> Path:
+    """A folder we will be able to write into; InputError for a file or an unwritable place.
+    Nothing is created here (an error later must not leave an empty folder behind): the
+    nearest existing folder on the way is probed with a temporary file."""
+    if path.exists() and not path.is_dir():
+        raise InputError(str(path), "exists and is not a folder", field=flag.lstrip("-"),
+                         expected="a folder (or a path where one can be created)")
+    base = path
+    while not base.exists() and base.parent != base:
+        base = base.parent
+    if not base.is_dir():
+        raise InputError(str(path), f"{base} is not a folder", field=flag.lstrip("-"),
+                         expected="a path below folders only")
+    try:
+        fd, probe = tempfile.mkstemp(dir=base, prefix=".twist-write-test-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot write here: {exc.strerror or exc}",
+                         field=flag.lstrip("-"), expected="a writable folder") from None
+    return path
+
+
+def _output_file(path: Path, flag: str) -> Path:
+    """A file path whose folder is writable and that is not a folder itself."""
+    if path.is_dir():
+        raise InputError(str(path), "is a folder", field=flag.lstrip("-"), expected="a file path")
+    _output_dir(path.parent if str(path.parent) else Path("."), flag)
+    return path
 
 
 def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict[str, str]]:
     """-S key=value / -S system.key=value into per-system option dicts."""
     per: dict[str, dict[str, str]] = {s: {} for s in systems}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise InputError("-S", f"{pair!r} is not key=value", expected="key=value")
+    for n, pair in enumerate(pairs or [], start=1):
+        if "=" not in pair:  # the text is not echoed: it may be a mistyped secret
+            raise InputError("-S", f"option #{n} has no '='", expected="key=value")
         key, value = pair.split("=", 1)
         target = [s for s in systems if key.startswith(s + ".")]
         if target:
@@ -202,7 +334,7 @@ def run(
     ingest_timeout: Annotated[float, typer.Option(
         help="Seconds allowed per ingested session.")] = 300.0,
     max_error_rate: Annotated[float, typer.Option(
-        help="Exit non-zero when the share of items that errored exceeds this.")] = 0.0,
+        help="Exit non-zero when the share of items that errored exceeds this (0 to 1).")] = 0.0,
     force_new: Annotated[bool, typer.Option(
         "--force-new", help="Discard an existing run in the folder and start over.")] = False,
     seed: Annotated[int, typer.Option(help="Seed recorded in the manifest and given to "
@@ -211,36 +343,68 @@ def run(
     judge: Annotated[str, typer.Option(
         "--judge", help="Judge of free-text answers (Track C): a registered name (structural), "
         "an installed plugin, or module:Class.")] = DEFAULT_JUDGE,
+    isolate: Annotated[str, typer.Option(
+        help="Where the system runs: 'thread' (this process; a timed-out call is abandoned "
+        "and the system rebuilt) or 'process' (a child process, killed on timeout).")] = "thread",
+    max_output_bytes: Annotated[int, typer.Option(
+        help="Largest output of one call, as JSON; a larger one is an error, not stored.")
+    ] = DEFAULT_MAX_OUTPUT_BYTES,
     label: Annotated[list[str] | None, typer.Option(
         "--label", help="Name of this configuration in reports and of its run folder; one per "
         "--system, in order. Default: the system's name.")] = None,
 ) -> None:
     """Run systems through the TWIST tracks and print the profile of every run under -o."""
+    failed = []
     try:
-        judge_obj = make_judge(judge)
+        _positive(timeout, "--timeout")
+        _positive(ingest_timeout, "--ingest-timeout")
+        _fraction(max_error_rate, "--max-error-rate")
+        _at_least(seed, 0, "--seed")
+        _at_least(max_output_bytes, 1, "--max-output-bytes")
+        if isolate not in ("thread", "process"):
+            raise InputError("--isolate", f"unknown isolation {isolate!r}", field="isolate",
+                             expected="thread or process")
         systems = system or list(DEFAULT_SYSTEMS)
         labels = _labels(label, systems)
-        ds, source = _dataset(dataset, locomo, errata, include_crisis)
         per = parse_options(option, systems)
+        _use_options(per)
+        judge_obj = make_judge(judge)
+        ds, source = _dataset(dataset, locomo, errata, include_crisis)
+        out = _output_dir(out, "--out")
         settings = RunSettings(tracks=track, timeout_s=timeout, ingest_timeout_s=ingest_timeout,
                                seed=seed, force_new=force_new, conversations=conversation,
-                               progress=progress)
-        failed = []
+                               progress=progress, isolate=isolate,
+                               max_output_bytes=max_output_bytes)
         used: dict[Path, str] = {}
         for spec, name in zip(systems, labels):
-            sys_obj, entry = make_system(spec, per[spec])
-            folder = out / run_folder_name(name or str(getattr(sys_obj, "name", spec)))
+            # A picklable factory: rebuilds the system after a timeout, or in the child process.
+            factory = functools.partial(build_system, spec, per[spec])
+            if isolate == "process":
+                # the system is built only in the child: a plug-in's folder follows its spec
+                # unless a --label names it
+                sys_obj = None
+                entry = SYSTEM_REGISTRY.get(spec)
+                gold = bool(entry and entry.gold_channel)
+                default_name = spec
+            else:
+                sys_obj, entry = make_system(spec, per[spec])
+                gold = entry.gold_channel
+                default_name = str(getattr(sys_obj, "name", spec))
+            folder = out / run_folder_name(name or default_name)
             if folder in used:
                 raise InputError("--system", f"{spec} and {used[folder]} would share the run "
                                  f"folder {folder}", expected="a --label for each system")
             used[folder] = spec
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
-                                 gold_channel=entry.gold_channel, settings=settings,
-                                 judge=judge_obj, dataset_source=source, label=name)
+                                 gold_channel=gold, settings=settings, judge=judge_obj,
+                                 dataset_source=source, factory=factory, label=name)
             record_run_order(out, folder)
+            for line in outcome.notes:
+                err.print(f"note: {plain(line)}", highlight=False)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
                     f"{outcome.errors} errors")
-            console.print(f"[bold]{outcome.system}[/]: {note} -> {folder}", highlight=False)
+            console.print(f"[bold]{plain(outcome.system)}[/]: {note} -> {plain(folder)}",
+                          highlight=False)
             if outcome.error_rate > max_error_rate:
                 failed.append(f"{outcome.system}: error rate {outcome.error_rate:.3f} > "
                               f"{max_error_rate:g}")
@@ -250,7 +414,7 @@ def run(
         _fail_input(exc)
     if failed:
         for f in failed:
-            err.print(f"[bold red]failed:[/] {f}", highlight=False)
+            _error_line(f, label="failed:")
         raise typer.Exit(1)
 
 
@@ -295,6 +459,7 @@ def _emit_report(rep, out: Path | None, fmt: str,  # noqa: ANN001 - RunsReport
     report.json, report.html and profile PNGs there; with `html`, the HTML report there."""
     written: list[Path] = []
     if out is not None:
+        out = _output_dir(out, "--out")
         out.mkdir(parents=True, exist_ok=True)
         pngs = [plot_profile(p, out / f"profile{'' if i == 0 else i + 1}.png",
                              latencies=rep.views(p).latencies)
@@ -304,6 +469,7 @@ def _emit_report(rep, out: Path | None, fmt: str,  # noqa: ANN001 - RunsReport
                            json.dumps(rep.data, indent=2, sort_keys=True) + "\n"),
                     _write(out / "report.html", _html(rep))] + pngs
     if html is not None:
+        html = _output_file(html, "--html")
         html.parent.mkdir(parents=True, exist_ok=True)
         written.append(_write(html, _html(rep)))
     if fmt == "json":
@@ -339,6 +505,10 @@ def report(
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
+        if out is not None:
+            _output_dir(out, "--out")
+        if html is not None:
+            _output_file(html, "--html")
         src = find_sources(runs)
         _print_report(src.runs, out, format, locomo, html=html, labels=label, audits=src.audits)
     except InputError as exc:
@@ -371,10 +541,10 @@ def export_predictions(
     """Write Track B verdicts in the public TWIST predictions format
     {item_id, aligned, evidence}."""
     try:
-        n = export(run_dir, out)
+        n = export(run_dir, _output_file(out, "--out"))
     except InputError as exc:
         _fail_input(exc)
-    console.print(f"{n} predictions -> {out}", highlight=False)
+    console.print(f"{n} predictions -> {plain(out)}", highlight=False)
 
 
 @app.command("score-predictions")
@@ -431,16 +601,21 @@ def conform(
 ) -> None:
     """Check a system against the contract on a small built-in conversation."""
     try:
-        sys_obj, _ = make_system(system, parse_options(option, [system])[system])
+        _positive(timeout, "--timeout")
+        per = parse_options(option, [system])
+        _use_options(per)
+        sys_obj, _ = make_system(system, per[system])
     except InputError as exc:
         _fail_input(exc)
-    results = check_conformance(sys_obj, timeout_s=timeout)
-    table = Table(title=f"conformance of {system}")
+    # The system's messages may echo its options: every detail is redacted and printed plain.
+    results = check_conformance(sys_obj, timeout_s=timeout, redactor=_redactor)
+    table = Table(title=f"conformance of {plain(system)}")
     for col in ("check", "result", "detail"):
         table.add_column(col)
     style = {"pass": "green", "fail": "bold red", "declined": "yellow"}
     for r in results:
-        table.add_row(r.check, f"[{style[r.status]}]{r.status}[/]", r.detail)
+        table.add_row(plain(r.check), f"[{style[r.status]}]{r.status}[/]",
+                      plain(_redactor.text(r.detail)))
     console.print(table)
     fails = sum(r.status == "fail" for r in results)
     console.print(f"{sum(r.status == 'pass' for r in results)} passed, {fails} failed, "
@@ -463,20 +638,30 @@ def build_cs(
     model: Annotated[str | None, typer.Option(help="Model name for --paraphrase.")] = None,
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the endpoint's "
                                              "API key, for --paraphrase.")] = "OPENAI_API_KEY",
+    allow_failing_gates: AllowGatesOpt = False,
 ) -> None:
-    """Generate the TWIST-CS workspaces and key; print counts and the variety report."""
+    """Generate the TWIST-CS workspaces and key; print counts, the shortcut audit and the
+    variety report. A key that fails a shortcut gate is not written (exit 1)."""
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
     from twistbench.itemgen.paraphrase import ParaphraseConfig
 
+    try:
+        if seed is not None:
+            _at_least(seed, 0, "--seed")
+        out = _output_file(out, "--out")
+    except InputError as exc:
+        _fail_input(exc)
     para = None
     if paraphrase:
         if not model:
             _fail_input(InputError("--model", "--paraphrase needs a model name",
                                    expected="--model NAME"))
         para = ParaphraseConfig(base_url=paraphrase, model=model, api_key_env=api_key_env)
-    _, rep = run_build_cs(out=out, seed=DEFAULT_SEED if seed is None else seed,
-                          include_crisis=include_crisis, paraphrase=para, console=console)
+    with _build_gate(allow_failing_gates) as gate:
+        _, rep = run_build_cs(out=out, seed=DEFAULT_SEED if seed is None else seed,
+                              include_crisis=include_crisis, paraphrase=para, console=console,
+                              gate=gate)
     if not rep.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording "
                   "(bag-of-words accuracy above the limit); try another seed or more templates")
@@ -491,14 +676,30 @@ def build_locomo(
                                       "goes beside it).")] = Path("twist-locomo.json"),
     seed: Annotated[int | None, typer.Option(help="Generator seed; default: the v1 seed.")] = None,
     include_crisis: CrisisOpt = False,
+    allow_failing_gates: AllowGatesOpt = False,
 ) -> None:
-    """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
+    """Inject TWIST items into LoCoMo; print counts, QA re-validation, the shortcut audit and the
+    variety report. A key that fails a shortcut gate is not written (exit 1)."""
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
     try:
-        digest, rep = write_locomo_key(out, locomo, seed=DEFAULT_SEED if seed is None else seed,
-                                       include_crisis=include_crisis)
+        if seed is not None:
+            _at_least(seed, 0, "--seed")
+        out = _output_file(out, "--out")
+        gates_failed = _shortcuts().GatesFailed  # the gate's own verdict is not bad input
+        with _build_gate(allow_failing_gates) as gate:
+            try:
+                digest, rep = write_locomo_key(out, locomo,
+                                               seed=DEFAULT_SEED if seed is None else seed,
+                                               include_crisis=include_crisis, gate=gate)
+            except (InputError, typer.Exit, gates_failed):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the generator cannot fit items into this file
+                raise InputError(str(locomo), "cannot build the key from this file: "
+                                 f"{type(exc).__name__}: {exc}",
+                                 field="locomo", expected="the LoCoMo release file "
+                                 "(snap-research/locomo data/locomo10.json)") from None
     except InputError as exc:
         _fail_input(exc)
     console.print(rep.render(), markup=False, highlight=False)
@@ -506,6 +707,31 @@ def build_locomo(
     if rep.variety is not None and not rep.variety.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording")
         raise typer.Exit(1)
+
+
+def _shortcuts():  # noqa: ANN202 - the validation.shortcuts module
+    """validation.shortcuts; a missing `validate` extra is one line and exit 2."""
+    try:
+        # lazy: the shortcut audit needs scikit-learn (the `validate` extra), which loads slowly
+        from twistbench.validation import shortcuts
+    except ImportError as exc:
+        # escaped: the message names the extra in brackets, which rich would read as markup
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+    return shortcuts
+
+
+@contextmanager
+def _build_gate(allow_failing: bool) -> Iterator[BuildGate]:
+    """The shortcut audit a build runs on its key before writing it (BuildGate). A key that
+    fails a gate: one line naming the failures, nothing written, exit 1."""
+    shortcuts = _shortcuts()
+    try:
+        yield shortcuts.BuildGate(allow_failing=allow_failing, console=console)
+    except shortcuts.GatesFailed as exc:
+        err.print(f"[bold red]not written:[/] {escape(str(exc))} (--allow-failing-gates writes "
+                  "it anyway and records the failures)", highlight=False)
+        raise typer.Exit(1) from exc
 
 
 @app.command()
@@ -522,16 +748,37 @@ def validate(
     with_heuristic: Annotated[bool, typer.Option(
         help="Also run the heuristic system and report its separation.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    shortcuts: Annotated[bool, typer.Option(
+        "--shortcuts", help="Run only the shortcut audit (no reference systems): every known "
+        "way to score without doing the task, leave-one-conversation-out.")] = False,
+    json_out: Annotated[Path | None, typer.Option(
+        "--json", help="Also write the report as JSON to this file.")] = None,
 ) -> None:
-    """Separability audit (whitepaper §6.3): flat-rag, fact-rag and oracle on every item."""
+    """Separability audit (whitepaper §6.3) and shortcut audit; exit 1 when a check fails."""
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
-        rep = validate_dataset(ds, out, write_filtered=write_filtered,
-                               include_heuristic=with_heuristic, progress=progress,
-                               dataset_source=source)
+        out = _output_dir(out, "--out")
+        if write_filtered is not None:
+            _output_file(write_filtered, "--write-filtered")
+        if json_out is not None:
+            json_out = _output_file(json_out, "--json")
+        audit = _shortcuts()  # before the reference runs: a missing extra fails fast
+        if shortcuts:
+            rep = audit.run_gates(ds, progress=progress, console=err)
+            console.print(rep.to_rich())
+            notes = [f"{c.id}: {c.note}" for c in rep.checks if c.note] + rep.notes
+            for line in rep.detail_lines() + notes:
+                console.print(line, markup=False, highlight=False)
+        else:
+            rep = validate_dataset(ds, out, write_filtered=write_filtered,
+                                   include_heuristic=with_heuristic, progress=progress,
+                                   dataset_source=source)
+            console.print(render_validation_markdown(rep), markup=False, highlight=False)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_validation_markdown(rep), markup=False, highlight=False)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(rep.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if not rep.passed:
         raise typer.Exit(1)
 
@@ -553,20 +800,31 @@ def trace(
     tier: Annotated[str | None, typer.Option(help="BEAM tier, e.g. 1M.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
 ) -> None:
-    """Write ranked retrieval traces and lineage of a system (input to `twist audit`)."""
+    """Write ranked retrieval traces and lineage of a system (input to `twist audit`). Exits 1
+    when queries were to be traced and every one of them failed."""
     try:
+        _positive(timeout, "--timeout")
+        _at_least(k, 1, "-k")
+        per = parse_options(option, [system])
+        _use_options(per)
         entry = DATASET_REGISTRY.get(dataset or "")
         if entry is not None and entry.audit_only:
             ds = entry.load(DatasetOptions(data=data, granularity=granularity, tier=tier))
         else:
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
-        sys_obj, _ = make_system(system, parse_options(option, [system])[system])
-        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout)
+        sys_obj, _ = make_system(system, per[system])
+        out = _output_dir(out, "--out")
+        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout, redactor=_redactor)
     except InputError as exc:
         _fail_input(exc)
     console.print(f"{rep.traced}/{rep.queries} queries traced ({rep.skipped} skipped, "
-                  f"{rep.errors} errors), {rep.stored_memories} memories -> {out}",
+                  f"{rep.errors} errors), {rep.stored_memories} memories -> {plain(out)}",
                   highlight=False)
+    if rep.queries and not rep.traced:
+        _error_line(f"every one of the {rep.queries} queries failed: no trace to audit "
+                    f"({', '.join(f'{k} {n}' for k, n in sorted(rep.error_kinds.items()))})",
+                    label="failed:")
+        raise typer.Exit(1)
 
 
 @audit_app.command("traces")
@@ -592,6 +850,15 @@ def audit_traces(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
     """Rescore saved traces under Raw, Source and Canonical targets."""
+    try:
+        _at_least(resamples, 1, "--resamples")
+        _at_least(seed, 0, "--seed")
+        if k is not None:
+            _at_least(k, 1, "-k")
+        if out is not None:
+            _output_dir(out, "--out")
+    except InputError as exc:
+        _fail_input(exc)
     groups = {}
     for g in group or []:
         if "=" not in g:
@@ -624,6 +891,12 @@ def audit_native(
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
     try:
+        _at_least(resamples, 1, "--resamples")
+        _at_least(seed, 0, "--seed")
+        _at_least(k, 1, "-k")
+        for m in max_facts or ():
+            _at_least(m, 1, "--max-facts")
+        out = _output_dir(out, "--out")
         res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
                             max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,
                             seed=seed, conversations=conversation)
@@ -642,6 +915,8 @@ def audit_labels(
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
     try:
+        if out is not None:
+            _output_file(out, "--out")
         res = semantic_audit_files(cases, labels, out)
     except InputError as exc:
         _fail_input(exc)
@@ -679,6 +954,16 @@ def annotate_export(
 ) -> None:
     """Write blind annotation packets (CSV, JSONL, offline HTML form, guide, full records)."""
     try:
+        _at_least(annotators, 2, "--annotators")
+        _at_most(annotators, 100, "--annotators")  # a folder each: 10**30 would exhaust memory
+        if sample is not None:
+            _at_least(sample, 1, "--sample")
+        _at_least(examples, 0, "--examples")
+        _at_least(context, 0, "--context")
+        if seed is not None:
+            _at_least(seed, 0, "--seed")
+        if out.parent != out:
+            _output_dir(out.parent, "--out")  # the packet folder itself must be new
         ds, source = _dataset(key, locomo, None, include_crisis)
         res = export_packets(ds, out, annotators=annotators, seed=seed,
                              settings=ExcerptSettings(context=context), tracks=track,
@@ -707,7 +992,10 @@ def annotate_agreement(
     """Cohen's / Fleiss' kappa, raw agreement and confusion tables per track and family; writes
     the adjudication queue."""
     try:
+        _kappa(min_kappa, "--min-kappa")
         manifest = load_manifest(packet)
+        if out is not None:
+            _output_dir(out, "--out")
         raters = [read_answers(a, manifest) for a in answers]
         res = compute_agreement(manifest, raters, threshold=min_kappa)
         written = write_agreement(res, manifest, out or packet / "adjudication")
@@ -733,6 +1021,10 @@ def annotate_adjudicate(
     """Merge the adjudicator's decisions, drop families below the threshold and rejected
     items, and write the next key version with a changelog and the agreement figures."""
     try:
+        if min_kappa is not None:
+            _kappa(min_kappa, "--min-kappa")
+        if out is not None:
+            _output_file(out, "--out")
         rel, record = adjudicate_key(resolve_key_file(key), queue, decisions, out=out,
                                      min_kappa=min_kappa)
     except InputError as exc:
@@ -799,6 +1091,8 @@ def errata_apply(
 ) -> None:
     """Write the next key version with every erratum of this version folded in."""
     try:
+        if out is not None:
+            _output_file(out, "--out")
         rel = release_next_version(resolve_key_file(key), [], why="errata", out=out)
     except InputError as exc:
         _fail_input(exc)
@@ -814,7 +1108,10 @@ def schema(
     """Print the JSON Schema of every record (datasets, items, system outputs)."""
     text = dump_json_schemas()
     if out:
-        out.write_text(text + "\n", encoding="utf-8")
+        try:
+            atomic_write_bytes(_output_file(out, "--out"), (text + "\n").encode("utf-8"))
+        except InputError as exc:
+            _fail_input(exc)
     else:
         sys.stdout.write(text + "\n")
 

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from html import escape
 from importlib import metadata, resources
 from typing import Any
+from urllib.parse import quote
 
 from twistbench.report.items import ItemViews
 from twistbench.report.planes import colour, planes
@@ -75,7 +76,9 @@ def _cell_html(cell: Cell, col: Column, system: str, judge: str) -> str:
         notes.append(f"<span class='judge'>judge {escape(judge)}</span>")
     track = {"A.online": "A online", "A.batch": "A batch", "locomo": "LoCoMo"}.get(col.key,
                                                                                    col.key)
-    link = (f"#items?track={escape(track)}&amp;system={escape(system)}")
+    # each value URL-encoded (a label may hold '&' or '#'), then HTML-escaped for the attribute
+    link = (f"#items?track={escape(quote(track, safe=''))}"
+            f"&amp;system={escape(quote(system, safe=''))}")
     return (f"<td>{body}<div class='notes'>{' · '.join(notes)} "
             f"<a class='to-items' href='{link}'>items →</a></div></td>")
 

@@ -26,7 +26,13 @@ from twistbench.datasets.registry import DatasetOptions, load_dataset
 from twistbench.errors import InputError
 from twistbench.judges import DEFAULT_JUDGE, make_judge
 from twistbench.model import Dataset
-from twistbench.records import MANIFEST, ItemRecord, read_manifest, read_records
+from twistbench.records import (
+    MANIFEST,
+    ItemRecord,
+    charge_ingest_failures,
+    read_manifest,
+    read_records,
+)
 from twistbench.report.items import ItemViews, RunData, build_item_views
 from twistbench.report.profile import JudgeInfo, Profile, ProfileEntry, group_by_key
 from twistbench.report.render import profile_json, render_profile_markdown
@@ -98,7 +104,8 @@ def load_run(folder: str | Path, dataset: Dataset | None = None, locomo: Path | 
     plan: dict[str, str] = manifest.get("tracks") or {}
     ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
     judge = make_judge((manifest.get("judge") or {}).get("name") or DEFAULT_JUDGE)
-    scores = score_run(dataset, records, caps, keys=ran, judge=judge)
+    scores = score_run(dataset, records, caps, keys=ran, judge=judge,
+                       source=str(folder / "items.jsonl"))
     for k in TRACK_ORDER:
         if k not in ran:
             reason = plan.get(k, "not run")
@@ -107,8 +114,9 @@ def load_run(folder: str | Path, dataset: Dataset | None = None, locomo: Path | 
     name = name or display_name(manifest, folder)
     info = JudgeInfo.from_manifest(manifest.get("judge"), judge.name)
     entry = ProfileEntry(system=name, scores=scores, run=str(folder), judge=info)
-    return entry, RunData(name=name, dataset=dataset, records=records, caps=caps, judge=judge,
-                          scores=scores)
+    # the item browser sees the records as scoring did: a failed ingest's items are errors
+    return entry, RunData(name=name, dataset=dataset, records=charge_ingest_failures(records),
+                          caps=caps, judge=judge, scores=scores)
 
 
 def score_folder(folder: str | Path, dataset: Dataset | None = None,

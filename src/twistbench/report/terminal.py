@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from rich.text import Text
 
 from twistbench.report.profile import COLUMNS, Cell, Column, Profile
+from twistbench.sanitize import control_free
 from twistbench.stats import Metric
 
 MAX_NAME = 22
@@ -53,6 +54,8 @@ def value(m: Metric, digits: int = 2) -> str:
 
 
 def _name(system: str, width: int) -> str:
+    # rich Text takes no markup; control characters from data are made visible
+    system = control_free(system)
     return system if len(system) <= width else system[:width - 1] + "…"
 
 
@@ -98,7 +101,7 @@ def legend(cols: Sequence[Column], profile: Profile) -> str:
 
 
 def _long(profile: Profile, cols: Sequence[Column], width: int) -> list[Text]:
-    name_w = min(MAX_NAME, max(len(r.system) for r in profile.rows))
+    name_w = min(MAX_NAME, max(len(control_free(r.system)) for r in profile.rows))
     # metric column: value + counts, as wide as its longest entry
     def cell_parts(cell: Cell) -> tuple[str, str]:
         assert cell.pair is not None
@@ -136,14 +139,14 @@ def _wide_cell(cell: Cell) -> Text:
 
 def _wide_width(profile: Profile, cols: Sequence[Column]) -> tuple[int, list[int]]:
     """Width of the side-by-side layout (every cell with its counts) and of each column."""
-    name_w = min(MAX_NAME, max(len(r.system) for r in profile.rows))
+    name_w = min(MAX_NAME, max(len(control_free(r.system)) for r in profile.rows))
     widths = [max([len(c.title), len(pair_heading(c))]
                   + [len(_wide_cell(r.cells[c.key])) for r in profile.rows]) for c in cols]
     return name_w + sum(w + 2 for w in widths), widths
 
 
 def _wide(profile: Profile, cols: Sequence[Column], widths: list[int]) -> list[Text]:
-    name_w = min(MAX_NAME, max(len(r.system) for r in profile.rows))
+    name_w = min(MAX_NAME, max(len(control_free(r.system)) for r in profile.rows))
     head1 = Text(" " * (name_w + 2))
     head2 = Text("system".ljust(name_w + 2))
     for c, w in zip(cols, widths):
@@ -165,13 +168,14 @@ def _wide(profile: Profile, cols: Sequence[Column], widths: list[int]) -> list[T
 def profile_lines(profile: Profile, width: int = 80, written: Sequence[str] = ()) -> list[Text]:
     """The profile as terminal lines no wider than `width` (N/A reason lines may wrap)."""
     cols = profile.scored_columns()
-    head = Text.assemble(("TWIST profile", "bold"), f" — {profile.dataset} · "
-                         f"{profile.dataset_version} · sha256 {profile.key_sha256[:12]}")
+    head = Text.assemble(("TWIST profile", "bold"), control_free(
+        f" — {profile.dataset} · {profile.dataset_version} · sha256 {profile.key_sha256[:12]}"))
     head.truncate(width, overflow="ellipsis")
     out = [head]
 
     def wrapped(text: str, style: str, first: str = "") -> list[Text]:
-        lines = textwrap.wrap(text, width=width - len(first), subsequent_indent="    ")
+        lines = textwrap.wrap(control_free(text), width=width - len(first),
+                              subsequent_indent="    ")
         return [Text(first if i == 0 else "", style=style + " bold") + Text(ln, style=style)
                 for i, ln in enumerate(lines)]
 

@@ -47,12 +47,14 @@
     }
     if (h.indexOf('items') === 0) {
       showTab('items');
-      var q = h.indexOf('?') >= 0 ? h.slice(h.indexOf('?') + 1) : '';
+      // split the raw fragment, then decode each part: a system named 'a&b' stays one value
+      var raw = location.hash.slice(1);
+      var q = raw.indexOf('?') >= 0 ? raw.slice(raw.indexOf('?') + 1) : '';
       if (q) {
         var params = {};
         q.split('&').forEach(function (kv) {
           var p = kv.split('=');
-          params[p[0]] = p.slice(1).join('=');
+          params[decodeURIComponent(p[0])] = decodeURIComponent(p.slice(1).join('='));
         });
         browsers.forEach(function (b) { b.setFilters(params); });
       }
