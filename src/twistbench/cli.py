@@ -82,6 +82,7 @@ from twistbench.systems import (
     DEFAULT_SYSTEMS,
     available_systems,
     build_system,
+    declared_name,
     make_system,
 )
 from twistbench.systems import (
@@ -380,12 +381,12 @@ def run(
             # A picklable factory: rebuilds the system after a timeout, or in the child process.
             factory = functools.partial(build_system, spec, per[spec])
             if isolate == "process":
-                # the system is built only in the child: a plug-in's folder follows its spec
-                # unless a --label names it
+                # the system is built only in the child: the folder follows the name its
+                # class declares (its spec when it declares none)
                 sys_obj = None
                 entry = SYSTEM_REGISTRY.get(spec)
                 gold = bool(entry and entry.gold_channel)
-                default_name = spec
+                default_name = declared_name(spec) or spec
             else:
                 sys_obj, entry = make_system(spec, per[spec])
                 gold = entry.gold_channel
