@@ -42,6 +42,9 @@ def unavailable() -> str | None:
         import playwright.sync_api  # noqa: F401 - lazy: only the browser checks need it
     except ImportError:
         return "the Python package playwright is not installed (pip install -e '.[test]')"
+    env = os.environ.get("TWIST_CHROMIUM")
+    if env and not Path(env).exists():
+        return f"TWIST_CHROMIUM names {env}, which does not exist"
     if find_chromium() is None:
         return ("no Chromium on PATH (Debian: apt-get install chromium chromium-driver; or set "
                 "TWIST_CHROMIUM)")
