@@ -94,7 +94,7 @@ def legend(cols: Sequence[Column], profile: Profile) -> str:
     if "TP" in seen:
         parts.append("TP FP FN: detections")
     if "pos" in seen:
-        parts.append("pos/neg: contradicting / other drafts right")
+        parts.append("pos/neg: contradicting / aligned drafts right")
     if any(s.startswith("n=") for s in seen):
         parts.append("n=: a mean over n questions (LoCoMo F1 is a score, not a count)")
     return "; ".join(parts)
