@@ -125,3 +125,11 @@ def test_an_audit_folder_adds_tiap_shifts(demo_report, tmp_path):
     s = shown[0]
     metric, d = next((m, d) for m, d in s["delta"].items() if d.get("estimate") is not None)
     assert f"{s['run']}: {s['a']} − {s['b']}: {d['estimate']:+.3f}" in html
+
+
+def test_a_label_with_url_characters_keeps_its_items_link(demo_report):
+    root, _ = demo_report
+    html = render_html(report_runs([root / "kw"], labels=["kw & co #2"]))
+    # each value URL-encoded, so the page's router splits on '&' before decoding
+    assert "href='#items?track=B&amp;system=kw%20%26%20co%20%232'" in html
+    assert "system=kw & co" not in html and "system=kw &amp; co" not in html
