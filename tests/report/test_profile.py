@@ -180,6 +180,21 @@ def test_plot_profile_writes_an_image(two_runs, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
 
 
+def test_a_name_that_reads_as_mathtext_is_drawn_as_text(two_runs, tmp_path):
+    import warnings
+
+    from twistbench.report.plots import as_text, plot_profile
+
+    # matplotlib reads '$...$' as math: this label raised ValueError (exit 3 from twist report)
+    names = ["$\\nope{$", "bell\x07 $5"]
+    prof = report_runs([two_runs / "kw", two_runs / "kw-C"], labels=names).profiles[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a control character would warn of a missing glyph
+        out = plot_profile(prof, tmp_path / "profile.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert as_text(names[0]) == "\\$\\nope{\\$" and as_text(names[1]) == "bell\\x07 \\$5"
+
+
 def test_terminal_profile_fits_80_columns_with_counts_and_grouped_na(two_runs):
     from twistbench.report.terminal import profile_lines
 

@@ -10,9 +10,11 @@ at the size it is shown (about 16 px letters at 150 dpi).
 
 from __future__ import annotations
 
+import io
 from collections import Counter
 from pathlib import Path
 
+from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.report.planes import Plane, colour, planes
 from twistbench.report.profile import Profile
 from twistbench.report.svg import (
@@ -27,8 +29,15 @@ from twistbench.report.svg import (
     leader,
     plane_labels,
 )
+from twistbench.sanitize import control_free
 
 PANEL_IN = (3.9, 3.5)  # inches per panel
+
+
+def as_text(s: str) -> str:
+    """A name from data as matplotlib text: every '$' escaped (a name like '$x$' or '$\\nope$'
+    would be read as mathtext, drawn as math or raise), control characters made visible."""
+    return control_free(s).replace("$", r"\$")
 
 
 def _data_xy(x: float, y: float) -> tuple[float, float]:
@@ -67,7 +76,7 @@ def _draw_plane(ax, plane: Plane) -> None:  # noqa: ANN001 - a matplotlib Axes
                     color=colour(p.index), alpha=0.7)
         ha = {"start": "left", "end": "right"}.get(anchor, "center")
         names = group_names(plane.points, group)
-        ax.text(x, y, ", ".join(n for n, _ in names), ha=ha, va="baseline", fontsize=7.5,
+        ax.text(x, y, as_text(", ".join(n for n, _ in names)), ha=ha, va="baseline", fontsize=7.5,
                 fontweight="bold", color=colour(names[0][1]))
         p = plane.points[group[0]]
         ax.text(x, y - 12 / (H - TOP - BOTTOM), f"{p.xv:.2f}, {p.yv:.2f}", ha=ha,
@@ -96,7 +105,8 @@ def _draw_latency(ax, latencies: dict[str, list[int]], systems: list[str]) -> No
     for k, name in enumerate(s for s in systems if s in data):
         xs = [b - 0.4 + width * (k + 0.5) for b in bins]
         ys = [data[name].get(b, 0) for b in bins]
-        bars = ax.bar(xs, ys, width=width * 0.95, color=colour(systems.index(name)), label=name)
+        bars = ax.bar(xs, ys, width=width * 0.95, color=colour(systems.index(name)),
+                      label=as_text(name))
         ax.bar_label(bars, labels=[str(y) if y else "" for y in ys], fontsize=7.5)
     ax.set_xticks(bins)
     ax.tick_params(labelsize=8)
@@ -132,7 +142,7 @@ def plot_profile(profile: Profile, out: str | Path, dpi: int = 150,
         ax.axis("off")
     if n == 0:
         flat[0].text(0.5, 0.5, "no track scored for any system", ha="center", va="center")
-    handles = [Line2D([], [], marker="o", ls="", color=colour(i), label=s)
+    handles = [Line2D([], [], marker="o", ls="", color=colour(i), label=as_text(s))
                for i, s in enumerate(systems)]
     if any(p.mode for pl in drawn for p in pl.points):
         handles += [Line2D([], [], marker="o", ls="", color="0.35", label="A online"),
@@ -140,11 +150,16 @@ def plot_profile(profile: Profile, out: str | Path, dpi: int = 150,
                            label="A batch")]
     fig.legend(handles=handles, loc="upper center", ncol=min(len(handles), 6), fontsize=8.5,
                frameon=False, bbox_to_anchor=(0.5, 1 - 0.25 / fig.get_figheight()))
-    fig.suptitle(f"TWIST profile — {profile.dataset} · key {profile.dataset_version} · sha256 "
-                 f"{profile.key_sha256[:12]} · whiskers: 95% intervals", fontsize=10, y=0.995)
+    fig.suptitle(as_text(f"TWIST profile — {profile.dataset} · key {profile.dataset_version} · "
+                         f"sha256 {profile.key_sha256[:12]} · whiskers: 95% intervals"),
+                 fontsize=10, y=0.995)
     fig.tight_layout(rect=(0, 0, 1, 1 - 0.6 / fig.get_figheight()))
     out = Path(out)
+    buf = io.BytesIO()  # drawn in memory, then written whole: never a half-written picture
+    try:
+        fig.savefig(buf, dpi=dpi, format=out.suffix.lstrip(".") or "png")
+    finally:
+        plt.close(fig)
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=dpi)
-    plt.close(fig)
+    atomic_write_bytes(out, buf.getvalue())
     return out
