@@ -219,6 +219,9 @@ def test_labels_name_folders_and_rows_and_a_root_accumulates_in_run_order(tmp_pa
     r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--label", "kw strict",
               "--label", "extra", "--no-progress", "-o", str(out))
     assert r.returncode == 2 and "2 label(s) for 1 system(s)" in r.stderr
+    r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "flat-rag", "--label",
+              "kw a", "--label", "kw-a", "--no-progress", "-o", str(out))
+    assert r.returncode == 2 and "share the run folder kw-a" in r.stderr  # before any run
     assert not out.exists() or not any(out.iterdir())  # nothing half-written
     r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--label", "zeta kw",
               "-t", "B", "--no-progress", "-o", str(out))

@@ -428,6 +428,14 @@ def _labels(labels: list[str] | None, systems: list[str]) -> list[str | None]:
                              expected="one --label per --system, in order")
         if len(set(labels)) != len(labels):
             raise InputError("--label", "the same label twice", expected="distinct labels")
+        by_folder: dict[str, list[str]] = {}
+        for x in labels:
+            by_folder.setdefault(run_folder_name(x), []).append(x)
+        for folder, same in by_folder.items():
+            if len(same) > 1:  # refused before any system runs
+                raise InputError("--label", f"labels {' and '.join(map(repr, same))} would "
+                                 f"share the run folder {folder}",
+                                 expected="labels that differ in a letter or digit")
         return list(labels)
     if len(set(systems)) != len(systems):
         raise InputError("--system", "the same system twice",
