@@ -104,7 +104,10 @@ class _AuditGroup(TyperGroup):
 audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         help="TIAP: rescore saved retrieval traces under Raw / Source / Canonical "
                         "targets. `twist audit TRACES...`, `twist audit native`, "
-                        "`twist audit labels`.")
+                        "`twist audit labels`. Ranking of a trace: in JSONL the results list is "
+                        "the ranking (equal scores keep the list order); in a TREC run the rank "
+                        "column is ignored and ids are sorted by score descending, ties by docid "
+                        "descending, as trec_eval and pytrec_eval do.")
 app.add_typer(audit_app, name="audit")
 annotate_app = typer.Typer(add_completion=False, help="Blind double annotation of a key "
                            "(whitepaper §6.1): export packets, measure agreement, adjudicate.")
@@ -766,7 +769,10 @@ def audit_traces(
     labels: Annotated[list[Path] | None, typer.Option(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
-    """Rescore saved traces under Raw, Source and Canonical targets."""
+    """Rescore saved traces under Raw, Source and Canonical targets.
+
+    JSONL traces rank by list order (equal scores keep it); TREC runs ignore the rank column
+    and rank by score descending, ties by docid descending (trec_eval's rule)."""
     try:
         _at_least(resamples, 1, "--resamples")
         _at_least(seed, 0, "--seed")

@@ -6,10 +6,14 @@ traces (JSONL), one line per query:
     {"query_id": "q1", "k": 60, "results": [{"id": "m7", "score": 3.2}, ...]}
   or, for a query whose system call failed (an error: counted, never scored):
     {"query_id": "q1", "error": "timeout: ..."}
-  Results are in rank order (best first). A repeated memory id keeps its first (best) rank;
-  the repeats are counted and reported. `k` is optional (default: the number of results).
-traces (TREC run format), one line per retrieved id: `qid Q0 docid rank score tag`. Lines are
-  ordered per query by score (descending), ties by the rank column, as trec_eval does for scores.
+  Results are in rank order (best first): the list order IS the ranking, scores are kept but
+  never re-sorted, so equal scores keep the order the system gave. A repeated memory id keeps its
+  first (best) rank; the repeats are counted and reported. `k` is optional (default: the number
+  of results).
+traces (TREC run format), one line per retrieved id: `qid Q0 docid rank score tag`. As trec_eval
+  (and pytrec_eval) does, the rank column is ignored: ids are ordered per query by score
+  (descending), ties (equal score) by docid descending (byte order, trec_eval's strcmp), whatever
+  the order of the lines.
 lineage (JSONL), one line per stored memory (the LineageRecord of model.py plus a scope):
     {"conversation": "conv-26", "memory_id": "m7", "sources": ["D1:3"], "raw": false,
      "canonical": true, "text": "..."}
@@ -214,30 +218,30 @@ _WS = re.compile(r"\s+")
 
 
 def _read_traces_trec(path: Path) -> TraceRun:
-    rows: dict[str, list[tuple[float, int, str]]] = {}
+    rows: dict[str, list[tuple[float, str]]] = {}
     for lineno, line in _lines(path):
         parts = _WS.split(line.strip())
         if len(parts) != 6:
             raise InputError(str(path), f"{len(parts)} columns", where=f"line {lineno}",
                              expected="6 columns: qid Q0 docid rank score tag")
-        qid, _q0, doc, rank_s, score_s, _tag = parts
+        qid, _q0, doc, _rank, score_s, _tag = parts  # the rank column is ignored, as in trec_eval
         try:
-            rank = int(rank_s)
             score = float(score_s)
         except ValueError as exc:
-            raise InputError(str(path), f"rank {rank_s!r} / score {score_s!r}",
-                             where=f"line {lineno}", field="rank/score",
-                             expected="an integer rank and a numeric score") from exc
+            raise InputError(str(path), f"score {score_s!r}", where=f"line {lineno}",
+                             field="score", expected="a number") from exc
         if not math.isfinite(score):
             raise InputError(str(path), f"score {score_s!r}", where=f"line {lineno}",
                              field="score", expected="a finite number")
-        rows.setdefault(qid, []).append((score, rank, doc))
+        rows.setdefault(qid, []).append((score, doc))
     traces: dict[str, Trace] = {}
     dropped = 0
     kmax = 0
     for qid, lst in rows.items():
-        lst.sort(key=lambda t: (-t[0], t[1]))
-        ids, scores, d = _dedupe([t[2] for t in lst], [t[0] for t in lst])
+        # trec_eval's order (form_res_rels.c, comp_sim_docno): score descending, then docno
+        # descending by strcmp; Python compares str by code point, which is UTF-8 byte order.
+        lst.sort(reverse=True)
+        ids, scores, d = _dedupe([t[1] for t in lst], [t[0] for t in lst])
         dropped += d
         kmax = max(kmax, len(lst))
         traces[qid] = Trace(qid, ids, scores, len(lst))
