@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,7 +58,9 @@ class TraceReport:
 def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: str | Path,
                  k: int = DEFAULT_K, timeout_s: float = 120.0,
                  conversations: Sequence[str] | None = None,
-                 redactor: Redactor | None = None) -> TraceReport:
+                 redactor: Redactor | None = None,
+                 on_conversation: Callable[[int, int, int, int], None] | None = None,
+                 ) -> TraceReport:
     """Trace `system` on `dataset` and write traces, lineage, gold and a manifest to out_dir.
 
     system: any MemorySystem whose capabilities declare retrieve and lineage (else InputError:
@@ -67,6 +69,8 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
         (LongMemEval-S, BEAM).
     k: ranked ids per query (default 60, TIAP §4).
     conversations: restrict to these conversation ids (default: all).
+    on_conversation: called before the first and after every conversation with (conversations
+        done, conversations, queries done, queries) — the CLI's progress bar.
     """
     caps = system.capabilities
     if not (caps.retrieve and caps.lineage):
@@ -107,6 +111,9 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
         report.error_kinds[exc.kind] = report.error_kinds.get(exc.kind, 0) + 1
         return f"{exc.call}: {exc.kind}: {exc.message}"
 
+    total_queries = sum(len(by_conv.get(c.id, [])) for c in convs)
+    if on_conversation is not None:
+        on_conversation(0, len(convs), 0, total_queries)
     with open(out / "traces.jsonl", "w", encoding="utf-8") as fh:
         def line(obj: dict[str, Any]) -> None:
             fh.write(json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n")
@@ -153,6 +160,8 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
                     report.errors += 1
                 else:
                     report.traced += 1
+            if on_conversation is not None:
+                on_conversation(report.conversations, len(convs), report.queries, total_queries)
     write_lineage_jsonl(out / "lineage.jsonl", lineage_rows)
     write_gold_jsonl(out / "gold.jsonl", gold_rows)
     report.seconds = round(time.perf_counter() - t0, 3)
