@@ -165,7 +165,7 @@ def render_audit_markdown(result: AuditResult) -> str:
                              "flip", "flip_ci"], rows)
         no_shared = [cmp_ for cmp_ in result.comparisons if cmp_["shared"]["n"] == 0]
         if no_shared:
-            lines += [""] + [f"- {cmp_['a']} vs {cmp_['b']}: no shared subset (n = 0): "
+            lines += [""] * bool(rows) + [f"- {cmp_['a']} vs {cmp_['b']}: no shared subset (n = 0): "
                              f"{cmp_['shared']['why_empty']}." for cmp_ in no_shared]
         flips = [cmp_["flips"][m]["flip"] for cmp_ in result.comparisons for m in METRICS
                  if cmp_["flips"][m]["flip"] is not None]
