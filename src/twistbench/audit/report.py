@@ -165,8 +165,9 @@ def render_audit_markdown(result: AuditResult) -> str:
                              "flip", "flip_ci"], rows)
         no_shared = [cmp_ for cmp_ in result.comparisons if cmp_["shared"]["n"] == 0]
         if no_shared:
-            lines += [""] * bool(rows) + [f"- {cmp_['a']} vs {cmp_['b']}: no shared subset (n = 0): "
-                             f"{cmp_['shared']['why_empty']}." for cmp_ in no_shared]
+            lines += [""] * bool(rows) + [
+                f"- {cmp_['a']} vs {cmp_['b']}: no shared subset (n = 0): "
+                f"{cmp_['shared']['why_empty']}." for cmp_ in no_shared]
         flips = [cmp_["flips"][m]["flip"] for cmp_ in result.comparisons for m in METRICS
                  if cmp_["flips"][m]["flip"] is not None]
         lines += ["", f"Winner flips: {sum(flips)} of {len(flips)} comparison × metric cells "
