@@ -191,3 +191,25 @@ def test_lineage_and_gold(tmp_path: Path) -> None:
     with pytest.raises(InputError) as ei:
         read_gold(badg)
     assert ei.value.field == "anchors" and ei.value.where == "line 1"
+
+
+def test_lines_orjson_refuses_read_as_the_stdlib_reads_them(tmp_path: Path) -> None:
+    # orjson parses first; what it refuses goes to the stdlib, which accepts NaN (then refused
+    # as a score by our check) and lone surrogates, and names a non-UTF-8 line and its byte
+    p = tmp_path / "t.jsonl"
+    p.write_bytes(b'{"query_id": "q\\ud800", "results": [{"id": "a", "score": 1}]}\n'
+                  b"\xc2\xa0\n"  # a no-break space alone: a blank line
+                  b'{"query_id": "q2", "results": []}\n')
+    run = read_traces(p, fmt="jsonl")
+    assert list(run.traces) == ["q\ud800", "q2"]
+    p.write_bytes(b'{"query_id": "q", "results": [{"id": "a", "score": NaN}]}\n')
+    with pytest.raises(InputError) as ei:
+        read_traces(p, fmt="jsonl")
+    assert ei.value.field == "results[0]"
+    p.write_bytes(b'{"query_id": "q", "results": []}\n{"query_id": "\xff"}\n')
+    with pytest.raises(InputError, match="not UTF-8") as ei:
+        read_traces(p, fmt="jsonl")
+    assert ei.value.where == "line 2"
+    p.write_bytes(b'{"query_id": "q", "results": [}\n')
+    with pytest.raises(InputError, match="not valid JSON: Expecting value"):
+        read_traces(p, fmt="jsonl")
