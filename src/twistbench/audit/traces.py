@@ -177,6 +177,8 @@ def _sniff(path: Path) -> str:
 
 
 def _dedupe(ids: list[str], scores: list[float]) -> tuple[list[str], list[float], int]:
+    if len(set(ids)) == len(ids):  # the usual case: nothing repeated
+        return ids, scores, 0
     seen: set[str] = set()
     out_i: list[str] = []
     out_s: list[float] = []
@@ -214,16 +216,7 @@ def _read_traces_jsonl(path: Path) -> TraceRun:
         if not isinstance(results, list):
             raise InputError(str(path), "results is not a list", where=where, field="results",
                              expected='a list of {"id": str, "score": number}')
-        ids: list[str] = []
-        scores: list[float] = []
-        for pos, r in enumerate(results):
-            if (not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]
-                    or not _is_number(r.get("score"))):
-                raise InputError(str(path), f"bad result at position {pos}", where=where,
-                                 field=f"results[{pos}]",
-                                 expected='{"id": non-empty string, "score": finite number}')
-            ids.append(r["id"])
-            scores.append(float(r["score"]))
+        ids, scores = _results(path, where, results)
         k = obj.get("k", len(ids))
         if not isinstance(k, int) or isinstance(k, bool) or k < 0:
             raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
@@ -233,6 +226,31 @@ def _read_traces_jsonl(path: Path) -> TraceRun:
         kmax = max(kmax, k)
         traces[qid] = Trace(qid, ids, scores, k)
     return TraceRun(_run_name(path), str(path), kmax, traces, errors, dropped)
+
+
+_INF = float("inf")
+
+
+def _results(path: Path, where: str, results: list[Any]) -> tuple[list[str], list[float]]:
+    """The ids and scores of a results list; InputError naming the first bad position."""
+    try:  # fast path: whole columns at once; anything unusual takes the checked loop below
+        ids = [r["id"] for r in results]
+        raw = [r["score"] for r in results]
+        if (all(type(i) is str and i for i in ids)
+                and all((type(v) is float or type(v) is int) and -_INF < v < _INF for v in raw)):
+            return ids, [float(v) for v in raw]
+    except (TypeError, KeyError, OverflowError):
+        pass
+    ids, scores = [], []
+    for pos, r in enumerate(results):
+        if (not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]
+                or not _is_number(r.get("score"))):
+            raise InputError(str(path), f"bad result at position {pos}", where=where,
+                             field=f"results[{pos}]",
+                             expected='{"id": non-empty string, "score": finite number}')
+        ids.append(r["id"])
+        scores.append(float(r["score"]))
+    return ids, scores
 
 
 def _is_number(v: Any) -> bool:
