@@ -34,7 +34,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 from pydantic import ValidationError
@@ -89,13 +89,16 @@ class Gold:
 # Reading
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) for every non-blank line; InputError when the file can't be read."""
+def _open(path: Path) -> BinaryIO:
     try:
-        fh = open(path, "rb")
+        return open(path, "rb")
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    with fh:
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) for every non-blank line; InputError when the file can't be read."""
+    with _open(path) as fh:
         for lineno, raw in enumerate(fh, start=1):
             line = decode_utf8(raw, str(path), f"line {lineno}")
             if line.strip():
@@ -111,11 +114,7 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     stdlib, so what is accepted (NaN, lone surrogates) and every error message are the stdlib
     reader's; one difference: orjson reads an integer beyond 64 bits as a float, so such a `k`
     is refused as not an integer."""
-    try:
-        fh = open(path, "rb")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    with fh:
+    with _open(path) as fh:
         for lineno, raw in enumerate(fh, start=1):
             if raw.isspace() or not raw:
                 continue
