@@ -213,3 +213,25 @@ def test_lines_orjson_refuses_read_as_the_stdlib_reads_them(tmp_path: Path) -> N
     p.write_bytes(b'{"query_id": "q", "results": [}\n')
     with pytest.raises(InputError, match="not valid JSON: Expecting value"):
         read_traces(p, fmt="jsonl")
+
+
+def test_lineage_and_gold_lines_pydantic_refuses_as_json_read_as_before(tmp_path: Path) -> None:
+    lp = tmp_path / "lineage.jsonl"
+    lp.write_bytes(b'{"memory_id": "m\\ud800", "sources": ["D1"], "raw": true, '
+                   b'"canonical": false}\n'
+                   b'{"memory_id": "m2", "sources": ["D2"], "raw": 1, "canonical": "false"}\n')
+    rows = read_lineage(lp).rows
+    assert rows[0].memory_id == "m\ud800" and (rows[1].raw, rows[1].canonical) == (True, False)
+    gp = tmp_path / "gold.jsonl"
+    gp.write_bytes(b'{"query_id": "q1", "anchors": ["D1"], "category": 4, "answer": 1990}\n'
+                   b'[1, 2]\n')
+    with pytest.raises(InputError, match="not a JSON object") as ei:
+        read_gold(gp)
+    assert ei.value.where == "line 2"
+    gp.write_bytes(b'{"query_id": "q1", "anchors": ["D1"], "category": 4, "answer": 1990}\n')
+    g = read_gold(gp).queries["q1"]
+    assert (g.category, g.answer) == ("4", "1990")  # LoCoMo's integers, as strings
+    gp.write_bytes(b'{"query_id": "q1", "anchors": "D1"}\n')
+    with pytest.raises(InputError) as ei:
+        read_gold(gp)
+    assert ei.value.where == "line 1" and "anchors" in str(ei.value)
