@@ -235,3 +235,24 @@ def test_lineage_and_gold_lines_pydantic_refuses_as_json_read_as_before(tmp_path
     with pytest.raises(InputError) as ei:
         read_gold(gp)
     assert ei.value.where == "line 1" and "anchors" in str(ei.value)
+
+
+def test_bulk_build_pauses_the_collector_and_restores_it() -> None:
+    import gc
+
+    from twistbench.audit.traces import bulk_build
+
+    assert gc.isenabled()
+    with bulk_build():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        with bulk_build():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError), bulk_build():
+        raise ValueError("an error inside still restores the collector")
+    assert gc.isenabled()

@@ -50,6 +50,7 @@ from twistbench.audit.traces import (
     Lineage,
     Trace,
     TraceRun,
+    bulk_build,
     read_gold,
     read_lineage,
     read_traces,
@@ -389,7 +390,8 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
     for run, lin in runs:
         key = id(lin)
         if key not in coded:
-            coded[key] = code_lineage(lin)
+            with bulk_build():
+                coded[key] = code_lineage(lin)
         scores[run.name] = rescore(run, coded[key], gold, kk, metric_variant)
     by_name = {r.name: (r, lin) for r, lin in runs}
     ordered = [scores[n] for n in names]

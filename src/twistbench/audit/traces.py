@@ -28,6 +28,8 @@ gold (JSONL), one line per query:
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import re
@@ -87,6 +89,24 @@ class Gold:
 
 # ---------------------------------------------------------------------------------------------
 # Reading
+
+
+@contextlib.contextmanager
+def bulk_build() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while many acyclic records are built.
+
+    Reading and rescoring create millions of small objects and no cycles; each allocation
+    burst triggered full collections over everything already alive, 60% of the time of
+    reading 20,000 queries x 60 from files and rescoring them (4.5-5.2 s with it, 1.7-1.9 s
+    without, measured in one process). The collector is paused, not skipped: it runs again
+    as soon as the block ends (it is process-wide, so other threads pause with it)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _open(path: Path) -> BinaryIO:
@@ -185,12 +205,10 @@ def read_traces(path: str | Path, name: str | None = None, fmt: str | None = Non
     path = Path(path)
     if fmt is None:
         fmt = _sniff(path)
-    if fmt == "jsonl":
-        run = _read_traces_jsonl(path)
-    elif fmt == "trec":
-        run = _read_traces_trec(path)
-    else:
+    if fmt not in ("jsonl", "trec"):
         raise InputError(str(path), f"unknown trace format {fmt!r}", expected="'jsonl' or 'trec'")
+    with bulk_build():
+        run = _read_traces_jsonl(path) if fmt == "jsonl" else _read_traces_trec(path)
     if name:
         run.name = name
     return run
@@ -326,7 +344,11 @@ def _read_traces_trec(path: Path) -> TraceRun:
 
 def read_lineage(path: str | Path) -> Lineage:
     """Read a lineage JSONL file; InputError on a bad row or a repeated (conversation, id)."""
-    path = Path(path)
+    with bulk_build():
+        return _read_lineage(Path(path))
+
+
+def _read_lineage(path: Path) -> Lineage:
     rows: list[LineageRow] = []
     seen: set[tuple[str, str]] = set()
     for lineno, row in _records(path, LineageRow):
@@ -342,7 +364,11 @@ def read_lineage(path: str | Path) -> Lineage:
 
 def read_gold(path: str | Path) -> Gold:
     """Read a gold JSONL file; InputError on a bad row or a repeated query id."""
-    path = Path(path)
+    with bulk_build():
+        return _read_gold(Path(path))
+
+
+def _read_gold(path: Path) -> Gold:
     out: dict[str, GoldQuery] = {}
     for lineno, g in _records(path, GoldQuery):
         if g.query_id in out:
