@@ -5,11 +5,14 @@ and polars (prints medians; never asserted in tests). Chooses the columnar reade
 The file: --queries lines of {"query_id", "k", "results": [{"id", "score"}] x k}, ids drawn
 from per-conversation stores like `bench_tiap.py`'s. Every reader must produce the same thing:
 the query ids, and per query its ids and scores in file order (checked against the reference
-before any time is printed). Timed, each the median of --repeats runs in this one process:
-  reference  read_traces(): stdlib json per line, validation, Trace objects;
-  orjson     orjson.loads per line, the same per-result loop (what read_traces would become);
+before any time is printed). Timed, each the median of --repeats runs in this one process,
+every one with the cyclic GC paused (`bulk_build`, as read_traces does), so that only the
+parsers differ:
+  stdlib     json.loads per line, a per-result loop (the reference: read_traces before orjson);
+  orjson     orjson.loads per line, the same loop;
   pyarrow    pyarrow.json.read_json, then the flattened id / score columns as Python lists;
-  polars     polars.read_ndjson, explode, then the id / score columns as Python lists.
+  polars     polars.read_ndjson, explode, then the id / score columns as Python lists;
+  ours       read_traces(): orjson, every check, Trace objects.
 The ratio of each to the reference is printed. Libraries that are not installed are skipped
 (pip install orjson pyarrow polars).
 
@@ -28,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twistbench.audit.traces import read_traces
+from twistbench.audit.traces import bulk_build, read_traces
 
 Columns = tuple[list[str], list[list[str]], list[list[float]]]
 
@@ -47,26 +50,34 @@ def write_file(path: Path, n_queries: int, k: int, seed: int = 1337) -> None:
                                  "results": results}) + "\n")
 
 
-def reference(path: Path) -> Columns:
+def ours(path: Path) -> Columns:
     run = read_traces(path, fmt="jsonl")
     ts = list(run.traces.values())
     return [t.query_id for t in ts], [t.ids for t in ts], [t.scores for t in ts]
 
 
-def with_orjson(path: Path) -> Columns:
-    import orjson
-
+def _loop(path: Path, loads: Callable[[bytes], dict]) -> Columns:
     qids, ids, scores = [], [], []
     with open(path, "rb") as fh:
         for line in fh:
             if not line.strip():
                 continue
-            obj = orjson.loads(line)
+            obj = loads(line)
             res = obj["results"]
             qids.append(obj["query_id"])
             ids.append([r["id"] for r in res])
             scores.append([float(r["score"]) for r in res])
     return qids, ids, scores
+
+
+def with_stdlib(path: Path) -> Columns:
+    return _loop(path, json.loads)
+
+
+def with_orjson(path: Path) -> Columns:
+    import orjson
+
+    return _loop(path, orjson.loads)
 
 
 def _split(flat: list, lengths: list[int]) -> list[list]:
@@ -103,9 +114,11 @@ def with_polars(path: Path) -> Columns:
 def timed(fn: Callable[[], Columns], repeats: int) -> tuple[float, Columns]:
     times, out = [], None
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - t0)
+        out = None  # the previous result is freed before the next read
+        with bulk_build():
+            t0 = time.perf_counter()
+            out = fn()
+            times.append(time.perf_counter() - t0)
     assert out is not None
     return statistics.median(times), out
 
@@ -121,10 +134,10 @@ def main() -> None:
         write_file(path, args.queries, args.k)
         size = path.stat().st_size
         print(f"trace file: {args.queries:,} queries x {args.k} ids, {size / 1e6:.0f} MB")
-        t_ref, ref = timed(lambda: reference(path), args.repeats)
-        print(f"reference read_traces (stdlib json): {t_ref:.2f} s")
+        t_ref, ref = timed(lambda: with_stdlib(path), args.repeats)
+        print(f"reference, stdlib json per line: {t_ref:.2f} s")
         for name, fn in (("orjson", with_orjson), ("pyarrow", with_pyarrow),
-                         ("polars", with_polars)):
+                         ("polars", with_polars), ("ours (read_traces)", ours)):
             try:
                 t, got = timed(lambda fn=fn: fn(path), args.repeats)
             except ImportError as exc:

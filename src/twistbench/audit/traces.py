@@ -128,8 +128,8 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line; InputError on bad JSON or non-objects.
 
-    Lines are parsed by orjson (0.43 of the stdlib reader's time on 20,000 queries x 60:
-    benchmarks/bench_trace_io.py, which measured pyarrow at 0.70 and polars at 0.81 once their
+    Lines are parsed by orjson (0.50 of the stdlib's parsing time on 100,000 queries x 60:
+    benchmarks/bench_trace_io.py, which measured pyarrow at 0.81 and polars at 1.20 once their
     columns become the lists the rescoring reads). A line orjson refuses is parsed again by the
     stdlib, so what is accepted (NaN, lone surrogates) and every error message are the stdlib
     reader's; one difference: orjson reads an integer beyond 64 bits as a float, so such a `k`
