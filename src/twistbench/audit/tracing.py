@@ -10,7 +10,8 @@ Written to out_dir:
   traces.jsonl    one line per query: {"query_id", "k", "results": [{"id", "score"}]} or "error"
   lineage.jsonl   one line per stored memory, with its conversation
   gold.jsonl      query id -> anchors (the QA evidence), category, question, answer, anchor texts
-  trace_manifest.json  system, its config, dataset, k, counts, skipped queries with the reason
+  trace_manifest.json  system, its config, dataset, k, counts, skipped queries with the reason,
+                  the embedding model id when the system embedded with the built-in model
 Skipped (reported, not traced): LoCoMo category 5 (adversarial: no evidence by design),
 questions with no evidence, and items excluded by re-validation.
 """
@@ -30,6 +31,7 @@ from twistbench.datasets.audit_corpus import corpus_from_dataset, raw_lineage
 from twistbench.errors import InputError
 from twistbench.model import AuditCorpus, Dataset, GoldQuery, LineageRow
 from twistbench.records import SystemCallError
+from twistbench.retrieval import dense
 from twistbench.runs.folder import Redactor
 from twistbench.runs.guard import GuardedSystem
 
@@ -170,7 +172,9 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
                 "capabilities": caps.as_dict(), "dataset": {"name": corpus.name,
                                                             "version": corpus.version,
                                                             **corpus.meta},
-                "skipped": skipped}
+                "skipped": skipped,
+                # the vectors behind a dense system's ranking (None: nothing was embedded)
+                "embedding_model": dense.model_id() if dense.used else None}
     (out / "trace_manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True,
                                                         default=str) + "\n", encoding="utf-8")
     return report

@@ -41,6 +41,7 @@ _tokenizer = None
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
 _model_id: str | None = None
 computed_texts = 0  # texts this process ran through the model (benchmarks read it)
+used = False  # whether anything in this process embedded (traces record the model id then)
 
 
 def model_path() -> Path:
@@ -132,7 +133,8 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     order. With cache=True, texts seen before in this process, or stored in the on-disk cache
     by any run, are not embedded again, and new vectors are stored there.
     """
-    global computed_texts
+    global computed_texts, used
+    used = True
     n = len(texts)
     out = np.zeros((n, DIM), dtype=np.float32)
     todo: dict[str, list[int]] = {}
