@@ -6,6 +6,7 @@ a conformance failure); 2 bad input (a clear message naming file, record, field)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -111,7 +113,10 @@ class _AuditGroup(TyperGroup):
 audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         help="TIAP: rescore saved retrieval traces under Raw / Source / Canonical "
                         "targets. `twist audit TRACES...`, `twist audit native`, "
-                        "`twist audit labels`.")
+                        "`twist audit labels`. Ranking of a trace: in JSONL the results list is "
+                        "the ranking (equal scores keep the list order); in a TREC run the rank "
+                        "column is ignored and ids are sorted by score descending, ties by docid "
+                        "descending, as trec_eval and pytrec_eval do.")
 app.add_typer(audit_app, name="audit")
 annotate_app = typer.Typer(add_completion=False, help="Blind double annotation of a key "
                            "(whitepaper §6.1): export packets, measure agreement, adjudicate.")
@@ -140,6 +145,14 @@ ErrataOpt = Annotated[str | None, typer.Option(
 CrisisOpt = Annotated[bool, typer.Option(
     "--include-crisis", help="Include the opt-in crisis plants (content warning: self-harm-"
     "adjacent phrasings).")]
+DataOpt = Annotated[Path | None, typer.Option(
+    help="For --dataset longmemeval or beam: the benchmark file (longmemeval_s.json) or BEAM "
+    "folder.")]
+GranularityOpt = Annotated[str, typer.Option(
+    help="LongMemEval evidence: turn (has_answer turns) or session (every turn of an answer "
+    "session).")]
+TierOpt = Annotated[str | None, typer.Option(help="BEAM tier, e.g. 1M (default: every tier "
+                                             "found).")]
 AllowGatesOpt = Annotated[bool, typer.Option(
     "--allow-failing-gates", help="Write the key even when it fails a shortcut-audit gate; the "
     "results go into its metadata (2.0+ keys) or beside it as <key>.gates.json (1.0 keys, whose "
@@ -299,8 +312,10 @@ def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict
     return per
 
 
-def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool):
-    opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis)
+def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool,
+             data: Path | None = None, granularity: str = "turn", tier: str | None = None):
+    opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis, data=data,
+                          granularity=granularity, tier=tier)
     if name is None:
         name = DEFAULT_DATASET
         if not cs2_key_path().exists():
@@ -308,6 +323,8 @@ def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: 
             name = "demo"
     source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
               "include_crisis": crisis}
+    if data is not None:
+        source.update({"data": str(data), "granularity": granularity, "tier": tier})
     ds = load_dataset(name, opts)
     source["name"] = ds.meta.get("dataset_name", name)  # +errata pinned to its level
     for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
@@ -331,6 +348,9 @@ def run(
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
     include_crisis: CrisisOpt = False,
+    data: DataOpt = None,
+    granularity: GranularityOpt = "turn",
+    tier: TierOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per system call.")] = 30.0,
     ingest_timeout: Annotated[float, typer.Option(
         help="Seconds allowed per ingested session.")] = 300.0,
@@ -370,7 +390,7 @@ def run(
         per = parse_options(option, systems)
         _use_options(per)
         judge_obj = make_judge(judge)
-        ds, source = _dataset(dataset, locomo, errata, include_crisis)
+        ds, source = _dataset(dataset, locomo, errata, include_crisis, data, granularity, tier)
         out = _output_dir(out, "--out")
         settings = RunSettings(tracks=track, timeout_s=timeout, ingest_timeout_s=ingest_timeout,
                                seed=seed, force_new=force_new, conversations=conversation,
@@ -583,10 +603,11 @@ def list_(
         table = Table(title=sec)
         if sec == "datasets":
             table.add_column("name")
-            table.add_column("needs --locomo")
+            table.add_column("needs")
             table.add_column("description")
             for d in DATASETS.values():
-                table.add_row(d.name, "yes" if d.needs_locomo else "", d.description)
+                needs = "--locomo" if d.needs_locomo else "--data" if d.needs_data else ""
+                table.add_row(d.name, needs, d.description)
         elif sec == "systems":
             table.add_column("name")
             table.add_column("description")
@@ -818,15 +839,17 @@ def trace(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for traces.jsonl, "
                                       "lineage.jsonl, gold.jsonl.")],
     dataset: DatasetOpt = None,
-    data: Annotated[Path | None, typer.Option(
-        help="For --dataset longmemeval or beam: the benchmark file or folder.")] = None,
+    data: DataOpt = None,
     option: OptionOpt = None,
     k: Annotated[int, typer.Option("-k", help="Ranked ids per query.")] = 60,
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
-    granularity: Annotated[str, typer.Option(help="LongMemEval gold: turn or session.")] = "turn",
-    tier: Annotated[str | None, typer.Option(help="BEAM tier, e.g. 1M.")] = None,
+    granularity: GranularityOpt = "turn",
+    tier: TierOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
+    conversation: Annotated[list[str] | None, typer.Option(
+        "--conversation", help="Only these conversation ids (repeatable).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")] = True,
 ) -> None:
     """Write ranked retrieval traces and lineage of a system (input to `twist audit`). Exits 1
     when queries were to be traced and every one of them failed."""
@@ -842,7 +865,10 @@ def trace(
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
         sys_obj, _ = make_system(system, per[system])
         out = _output_dir(out, "--out")
-        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout, redactor=_redactor)
+        with _trace_progress(progress) as on_conversation:
+            rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout,
+                               conversations=conversation, redactor=_redactor,
+                               on_conversation=on_conversation)
     except InputError as exc:
         _fail_input(exc)
     console.print(f"{rep.traced}/{rep.queries} queries traced ({rep.skipped} skipped, "
@@ -853,6 +879,26 @@ def trace(
                     f"({', '.join(f'{k} {n}' for k, n in sorted(rep.error_kinds.items()))})",
                     label="failed:")
         raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _trace_progress(show: bool):
+    """A progress bar over conversations and queries (stderr); yields write_traces' callback."""
+    if not show:
+        yield None
+        return
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = None
+
+        def on_conversation(done: int, total: int, queries_done: int, queries: int) -> None:
+            nonlocal task
+            desc = f"tracing: {queries_done}/{queries} queries, conversations"
+            if task is None:
+                task = bar.add_task(desc, total=total)
+            bar.update(task, completed=done, description=desc)
+
+        yield on_conversation
 
 
 @audit_app.command("traces")
@@ -877,7 +923,10 @@ def audit_traces(
     labels: Annotated[list[Path] | None, typer.Option(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
-    """Rescore saved traces under Raw, Source and Canonical targets."""
+    """Rescore saved traces under Raw, Source and Canonical targets.
+
+    JSONL traces rank by list order (equal scores keep it); TREC runs ignore the rank column
+    and rank by score descending, ties by docid descending (trec_eval's rule)."""
     try:
         _at_least(resamples, 1, "--resamples")
         _at_least(seed, 0, "--seed")

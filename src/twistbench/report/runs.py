@@ -72,7 +72,10 @@ def load_run_dataset(manifest: dict[str, Any], where: str, locomo: Path | None =
                          expected="a run written by `twist run` (or pass the dataset)")
     loc = locomo or (Path(src["locomo"]) if src.get("locomo") else None)
     opts = DatasetOptions(locomo=loc, errata=src.get("errata"),
-                          include_crisis=bool(src.get("include_crisis")))
+                          include_crisis=bool(src.get("include_crisis")),
+                          data=Path(src["data"]) if src.get("data") else None,
+                          granularity=str(src.get("granularity") or "turn"),
+                          tier=src.get("tier"))
     return load_dataset(name, opts)
 
 
