@@ -1,7 +1,9 @@
 """Every call into a system under test goes through here: a timeout, and output validation.
 
 A call that raises, runs past the timeout, or returns something that does not validate becomes a
-SystemCallError; the runner records it as the item's error. Calls run on one worker thread per
+SystemCallError; the runner records it as the item's error. A recall that returns Memories is
+answered here by the run's answerer (answerers/); an answerer that fails is the item's error
+too (kind "answerer_error"). Calls run on one worker thread per
 system so a system never sees two calls at once. When a call times out, that worker is abandoned
 (a Python thread cannot be killed) and a fresh one serves the next call; the abandoned call may
 still finish in the background, which is why a timed-out system is suspect for the rest of its
@@ -17,12 +19,15 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from twistbench.answerers import Answerer, AnswererError, answer_recall
+from twistbench.answerers.extractive import ExtractiveAnswerer
 from twistbench.contract import Capabilities, MemorySystem
 from twistbench.model import (
     Answer,
     Event,
     IngestResult,
     LineageRecord,
+    Memories,
     ScoredMemory,
     Tension,
     Verdict,
@@ -34,6 +39,18 @@ T = TypeVar("T")
 _TENSIONS = TypeAdapter(list[Tension])
 _SCORED = TypeAdapter(list[ScoredMemory])
 _LINEAGE = TypeAdapter(list[LineageRecord])
+
+
+def _answer_or_memories(value: Any) -> Answer | Memories:
+    """A recall reply: Memories (a Memories object, a dict with "memories", or a list of
+    memories) or else an Answer."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump()
+    if isinstance(value, (list, tuple)):
+        value = {"memories": [v.model_dump() if isinstance(v, BaseModel) else v for v in value]}
+    if isinstance(value, dict) and "memories" in value and "text" not in value:
+        return Memories.model_validate(value)
+    return Answer.model_validate(value)
 
 
 class _Worker:
@@ -57,9 +74,11 @@ class _Worker:
 class GuardedSystem:
     """Wraps a MemorySystem; the only object tracks ever call."""
 
-    def __init__(self, system: MemorySystem, timeout_s: float):
+    def __init__(self, system: MemorySystem, timeout_s: float,
+                 answerer: Answerer | None = None):
         self.system = system
         self.timeout_s = timeout_s
+        self.answerer: Answerer = answerer or ExtractiveAnswerer()
         self.capabilities: Capabilities = system.capabilities
         self._worker = _Worker()
         self.calls = 0
@@ -127,7 +146,14 @@ class GuardedSystem:
 
     def recall(self, query: str) -> Answer:
         out = self._call("recall", lambda: self.system.recall(query))
-        return self._validate("recall", out, self._model(Answer))
+        reply = self._validate("recall", out, _answer_or_memories)
+        try:
+            return answer_recall(query, reply, self.answerer)
+        except AnswererError as exc:
+            raise SystemCallError("answerer_error", "recall",
+                                  f"answerer {self.answerer.name}: {exc}") from None
+        except ValueError as exc:
+            raise SystemCallError("invalid_output", "recall", str(exc)) from None
 
     def check_alignment(self, draft: str) -> Verdict:
         out = self._call("check_alignment", lambda: self.system.check_alignment(draft))

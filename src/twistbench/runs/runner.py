@@ -19,11 +19,15 @@ from typing import Any
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from twistbench.answerers import Answerer, answerer_record
+from twistbench.answerers.extractive import ExtractiveAnswerer
 from twistbench.contract import GoldReader, MemorySystem
 from twistbench.errors import InputError
 from twistbench.judges import judge_record
 from twistbench.judges.base import Judge
+from twistbench.judges.calibration import calibration_summary, load_calibration
 from twistbench.judges.structural import StructuralJudge
+from twistbench.llm import usage_since, usage_snapshot
 from twistbench.model import Conversation, Dataset
 from twistbench.records import ItemRecord
 from twistbench.runs.drive import drive_conversation, unit_ids
@@ -93,31 +97,39 @@ def run_system(
     judge: Judge | None = None,
     on_item: Callable[[ItemRecord], None] | None = None,
     dataset_source: dict[str, Any] | None = None,
+    answerer: Answerer | None = None,
 ) -> RunOutcome:
     """Run `system` over `dataset` into `out_dir`, resuming what is already there.
 
-    judge: the judge of free-text answers (judges/; default the structural judge); its name and
-    version go into the manifest and the fingerprint."""
+    judge: the judge of free-text answers (judges/; default the structural judge); answerer:
+    what answers a recall that returns memories (answerers/; default the offline extractive
+    one). The identity of both goes into the manifest and the fingerprint."""
     settings = settings or RunSettings()
     tracks = tracks if tracks is not None else TRACKS
     judge = judge if judge is not None else StructuralJudge()
+    answerer = answerer if answerer is not None else ExtractiveAnswerer()
     redactor = Redactor(options or {})
     folder = RunFolder(out_dir, redactor)
     name = getattr(system, "name", type(system).__name__)
     plan = plan_tracks(dataset, system, tracks, settings.tracks)
     config = run_config(dataset, name, spec or name, _system_config(system, options), plan,
-                        settings.conversations, settings.seed, judge_record(judge), redactor)
+                        settings.conversations, settings.seed, judge_record(judge), redactor,
+                        answerer=answerer_record(answerer))
     manifest = start_manifest(config, dataset, dataset_source or {},
                               system.capabilities.as_dict(), gold_channel, settings.seed,
                               {"call_s": settings.timeout_s,
                                "ingest_s": settings.ingest_timeout_s}, 0)
+    # Not fingerprinted: calibrating a judge later must not stop a run from resuming.
+    manifest["judge"] = {**config["judge"], "calibration": calibration_summary(
+        load_calibration(config["judge"]))}
+    llm_mark = usage_snapshot()
     done = finished_items(folder, config, manifest["fingerprint"], settings.force_new)
     manifest["resumed_from_items"] = len(done)
     folder.write_manifest(manifest)
 
     work = _work(dataset, system, settings, tracks, plan, judge)
     total = sum(len(unit_ids(c, t)) for c, t in work)
-    guarded = GuardedSystem(system, settings.timeout_s)
+    guarded = GuardedSystem(system, settings.timeout_s, answerer)
     if gold_channel:
         if not isinstance(system, GoldReader):
             raise InputError(spec or name,
@@ -152,6 +164,7 @@ def run_system(
     finally:
         records = folder.records()
         by_track = finish_manifest(manifest, status, records, new, skipped, replay_failures)
+        manifest["llm_usage"] = usage_since(llm_mark)  # this invocation's calls, per client
         folder.write_manifest(manifest)
     return RunOutcome(folder=folder.path, system=name, items=len(records), new_items=new,
                       skipped=skipped, errors=sum(by_track.values()), errors_by_track=by_track,
