@@ -13,6 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
+from twistbench.judges.calibration import describe_calibration
 from twistbench.report.profile import COLUMNS, Cell, PairedMetric, Profile
 from twistbench.stats import Metric
 
@@ -63,10 +64,66 @@ def _esc(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+def _distinct(values: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def _judges(profile: Profile) -> list[dict[str, Any]]:
+    return _distinct([r.scores.judge for r in profile.rows if r.scores.judge])
+
+
+def judge_name(judge: dict[str, Any]) -> str:
+    model = f" ({judge['model']})" if judge.get("model") else ""
+    return f"{judge.get('name')} v{judge.get('version')}{model}"
+
+
+def judged_note(profile: Profile) -> str:
+    """What a judged column's header carries: the judge and its weakest decoy rejection rate
+    with the calibration verdict ('judge structural v1: decoys rejected >= 0.826, FAILS
+    calibration'); one note per distinct judge of the rows."""
+    notes = []
+    for judge in _judges(profile):
+        cal = judge.get("calibration")
+        if not cal:
+            notes.append(f"judge {judge_name(judge)}: not calibrated")
+            continue
+        rates = [e.get("rejection_rate") for e in cal["styles"].values()
+                 if e.get("kind") == "decoy" and e.get("rejection_rate") is not None]
+        low = f"decoys rejected >= {min(rates):.3f}, " if rates else ""
+        verdict = "passes calibration" if cal.get("passed") else "FAILS calibration"
+        notes.append(f"judge {judge_name(judge)}: {low}{verdict}")
+    return "; ".join(notes)
+
+
+def role_lines(profile: Profile) -> list[str]:
+    """The judge (with its decoy calibration) and each row's answerer, for under a table."""
+    lines = [f"Judge {judge_name(j)} — {describe_calibration(j.get('calibration'))}"
+             for j in _judges(profile)]
+    for row in profile.rows:
+        a = row.scores.answerer
+        if not a:
+            continue
+        who = (f"{a.get('name')} ({a['model']})" if a.get("model")
+               else f"{a.get('name')} (offline, no model)")
+        if a.get("answered"):
+            lines.append(f"{row.system} · answerer {who}: wrote {a['answered']} of "
+                         f"{a.get('recalls', 0)} recall answers from the system's memories")
+        else:
+            lines.append(f"{row.system} · answerer {who}: not used (the system answers "
+                         "every recall itself)")
+    return lines
+
+
 def render_profile_markdown(profile: Profile, details: bool = True, digits: int = 3) -> str:
     """The profile table, the key under it, N/A reasons, and (details=True) every metric."""
     cols = [c for c in COLUMNS if c.key in profile.columns]
-    head = ["System"] + [f"{c.title}: {c.label}" for c in cols]
+    note = judged_note(profile)
+    head = ["System"] + [f"{c.title}: {c.label}" + (f" ({note})" if c.judged and note else "")
+                         for c in cols]
     lines = [f"## TWIST profile — {profile.dataset}", "",
              "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
@@ -84,8 +141,9 @@ def render_profile_markdown(profile: Profile, details: bool = True, digits: int 
               f"Track C judge: {profile.judge}",
               "Cells: value (k/n) [95% interval]; proportions use Wilson intervals, F1, balanced "
               "accuracy and means a bootstrap clustered by conversation. Errors are failed system "
-              "calls, excluded from every metric. Online and batch tension modes are separate "
-              "columns and must not be compared."]
+              "calls (and failed judgements), excluded from every metric. Online and batch "
+              "tension modes are separate columns and must not be compared."]
+    lines += [f"- {_esc(line)}" for line in role_lines(profile)]
     if notes:
         lines += [""] + [f"- {_esc(n)}" for n in notes]
     if details:
@@ -170,8 +228,10 @@ def console_table(profile: Profile) -> Any:
                   caption=f"key sha256 {profile.key_sha256[:16]}… · each cell: metric / partner, "
                   "then the counts of each · intervals in report.md", show_lines=True)
     table.add_column("system", no_wrap=True)
+    note = judged_note(profile)
     for c in cols:
-        table.add_column(f"{c.title}\n{c.label}", justify="center")
+        extra = f"\n[dim]{note}[/]" if c.judged and note else ""
+        table.add_column(f"{c.title}\n{c.label}{extra}", justify="center")
     for row in profile.rows:
         cells = []
         for c in cols:

@@ -18,11 +18,17 @@ from twistbench.contract import Capabilities
 from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.datasets.registry import DatasetOptions, load_dataset
 from twistbench.errors import InputError
-from twistbench.judges import DEFAULT_JUDGE, make_judge
+from twistbench.judges import judge_from_record, judge_record
+from twistbench.judges.calibration import calibration_summary, load_calibration
 from twistbench.model import Dataset
 from twistbench.records import ItemRecord, read_manifest, read_records
 from twistbench.report.profile import Profile, ProfileEntry, group_by_key
-from twistbench.report.render import console_table, profile_json, render_profile_markdown
+from twistbench.report.render import (
+    console_table,
+    profile_json,
+    render_profile_markdown,
+    role_lines,
+)
 from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
 from twistbench.tracks.b_alignment import score_predictions, write_predictions
 from twistbench.tracks.base import TrackResult
@@ -82,8 +88,10 @@ def score_folder(folder: str | Path, dataset: Dataset | None = None,
     records = read_records(folder)
     plan: dict[str, str] = manifest.get("tracks") or {}
     ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
-    judge = make_judge((manifest.get("judge") or {}).get("name") or DEFAULT_JUDGE)
+    judge = judge_from_record(manifest.get("judge"))
     scores = score_run(dataset, records, caps, keys=ran, judge=judge)
+    scores.judge = judge_with_calibration(manifest.get("judge"), judge)
+    scores.answerer = answerer_used(manifest.get("answerer"), records)
     for k in TRACK_ORDER:
         if k not in ran:
             reason = plan.get(k, "not run")
@@ -91,6 +99,31 @@ def score_folder(folder: str | Path, dataset: Dataset | None = None,
             scores.tracks[k] = TrackResult.not_applicable(k, TRACKS[k].title, reason)
     system = (manifest.get("system") or {}).get("name") or folder.name
     return ProfileEntry(system=system, scores=scores, run=str(folder)), dataset, records
+
+
+def judge_with_calibration(recorded: dict[str, Any] | None, judge: Any) -> dict[str, Any]:
+    """The judge's identity and its decoy calibration: the one the run recorded, else the one
+    stored for this identity (`twist judge calibrate`), else None (not calibrated)."""
+    out = dict(recorded or judge_record(judge))
+    if out.get("calibration") is None:
+        ident = {k: v for k, v in out.items() if k != "calibration"}
+        out["calibration"] = calibration_summary(load_calibration(ident))
+    return out
+
+
+def answerer_used(recorded: dict[str, Any] | None, records: list[ItemRecord]
+                  ) -> dict[str, Any]:
+    """The run's answerer and how many recall answers it wrote (from the system's memories)
+    out of all recall answers; a run from before answerers existed had none."""
+    answered = recalls = 0
+    for r in records:
+        answer = (r.output or {}).get("answer") if r.ok else None
+        if isinstance(answer, dict):
+            recalls += 1
+            answered += answer.get("retrieved") is not None
+    base = dict(recorded) if recorded else {"name": "extractive", "version": "1",
+                                            "model": None, "recorded": False}
+    return {**base, "answered": answered, "recalls": recalls}
 
 
 @dataclass
@@ -117,6 +150,8 @@ class RunsReport:
                     if cell.status == "n/a" and cell.reason:
                         console.print(f"  [dim]{row.system} · {col}: N/A — {cell.reason}[/]",
                                       highlight=False)
+            for line in role_lines(profile):
+                console.print(f"  {line}", highlight=False, markup=False)
 
 
 def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:

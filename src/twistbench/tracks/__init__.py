@@ -9,6 +9,7 @@ headline pairs (`headline_pairs()` collects them for the profile) and per-item o
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -42,6 +43,12 @@ class RunScores(BaseModel):
     tracks: dict[str, TrackResult] = Field(default_factory=dict)
     records: int = 0
     ingest_errors: int = 0
+    # Who judged and who answered (set from the run's manifest by report/runs.py): the judge's
+    # identity with its decoy calibration {threshold, passed, failing, styles: {style: {rate,
+    # n, interval, passed}}} (judges/calibration.py), and the answerer's identity with how many
+    # recalls it answered from the system's memories.
+    judge: dict[str, Any] | None = None
+    answerer: dict[str, Any] | None = None
 
     def track(self, key: str) -> TrackResult:
         return self.tracks[key]
