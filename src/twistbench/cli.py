@@ -27,6 +27,7 @@ from twistbench.annotate.agreement import (
 from twistbench.annotate.answers import load_manifest, read_answers
 from twistbench.annotate.excerpts import Settings as ExcerptSettings
 from twistbench.annotate.packet import export_packets
+from twistbench.answerers import DEFAULT_ANSWERER, make_answerer
 from twistbench.audit.contested import semantic_audit_files
 from twistbench.audit.core import audit
 from twistbench.audit.native import native_matrix
@@ -53,6 +54,8 @@ from twistbench.datasets.versions import (
 )
 from twistbench.errors import InputError
 from twistbench.judges import DEFAULT_JUDGE, make_judge
+from twistbench.judges.calibration import PASS_RATE, calibration_summary, describe_calibration
+from twistbench.llm import is_configured
 from twistbench.model import dump_json_schemas
 from twistbench.records import find_run_folders
 from twistbench.report.compare import compare_folders, render_comparison
@@ -64,6 +67,7 @@ from twistbench.runs.runner import RunSettings, run_system
 from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
 from twistbench.systems import DEFAULT_SYSTEMS, available_systems, make_system
 from twistbench.tracks import TRACKS
+from twistbench.validation.judge_calibration import run_calibration
 from twistbench.validation.separability import render_validation_markdown, validate_dataset
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
@@ -91,6 +95,9 @@ app.add_typer(annotate_app, name="annotate")
 errata_app = typer.Typer(add_completion=False, help="Accepted disputes of a key version, and "
                          "the next version with them folded in.")
 app.add_typer(errata_app, name="errata")
+judge_app = typer.Typer(add_completion=False, help="Judges of free-text answers: decoy "
+                        "calibration (whitepaper §6.2).")
+app.add_typer(judge_app, name="judge")
 console = Console(soft_wrap=True)  # Markdown tables printed as-is, never re-wrapped
 # soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
 err = Console(stderr=True, soft_wrap=True)
@@ -187,12 +194,18 @@ def run(
                                       "stochastic parts.")] = 1337,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     judge: Annotated[str, typer.Option(
-        "--judge", help="Judge of free-text answers (Track C): a registered name (structural), "
-        "an installed plugin, or module:Class.")] = DEFAULT_JUDGE,
+        "--judge", help="Judge of free-text answers (Track C, LoCoMo J): structural (no model) "
+        "or llm (the JUDGE role's endpoint), an installed plugin, or module:Class.")
+    ] = DEFAULT_JUDGE,
+    answerer: Annotated[str, typer.Option(
+        "--answerer", help="What answers a recall that returns memories: extractive (offline, "
+        "no model) or llm (the ANSWERER role's endpoint), a plugin, or module:Class.")
+    ] = DEFAULT_ANSWERER,
 ) -> None:
     """Run systems through the TWIST tracks and print the profile."""
     try:
         judge_obj = make_judge(judge)
+        answerer_obj = make_answerer(answerer)
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         systems = system or list(DEFAULT_SYSTEMS)
         per = parse_options(option, systems)
@@ -206,7 +219,8 @@ def run(
             folder = out / _folder_name(spec)
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
                                  gold_channel=entry.gold_channel, settings=settings,
-                                 judge=judge_obj, dataset_source=source)
+                                 judge=judge_obj, dataset_source=source,
+                                 answerer=answerer_obj)
             folders.append(folder)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
                     f"{outcome.errors} errors")
@@ -336,8 +350,14 @@ def list_(
         elif sec == "systems":
             table.add_column("name")
             table.add_column("description")
+            llm_ready = is_configured(role="system")
             for s in available_systems().values():
-                table.add_row(s.name, s.description)
+                note = ""
+                if s.needs_llm:
+                    note = (" (LLM endpoint: configured)" if llm_ready else
+                            " (N/A: needs an LLM endpoint, TWIST_LLM_BASE_URL and "
+                            "TWIST_LLM_MODEL)")
+                table.add_row(s.name, s.description + note)
         elif sec == "tracks":
             table.add_column("key")
             table.add_column("title")
@@ -730,6 +750,55 @@ def errata_apply(
     console.print(f"{rel.version} -> {rel.path} (sha256 {rel.sha256}): errata {rel.errata} "
                   f"folded in ({len(rel.report.dropped)} dropped, "
                   f"{len(rel.report.relabelled)} relabelled)", highlight=False)
+
+
+@judge_app.command("calibrate")
+def judge_calibrate(
+    judge: Annotated[str, typer.Option("--judge", help="The judge to calibrate (structural, "
+                                       "llm, a plugin, or module:Class).")] = DEFAULT_JUDGE,
+    model: Annotated[str | None, typer.Option(help="For an LLM judge: the model (default: "
+                                              "TWIST_JUDGE_MODEL or TWIST_LLM_MODEL).")] = None,
+    dataset: Annotated[list[str] | None, typer.Option(
+        "--dataset", "-d", help="Datasets whose Track C chains give the TWIST decoys "
+        "(repeatable). Default: twist-cs-1.0.")] = None,
+    locomo: LocomoOpt = None,
+    locomo_decoys: Annotated[bool, typer.Option(
+        help="Include the LoCoMo audit's two decoy files (shared data).")] = True,
+    sample: Annotated[int | None, typer.Option(
+        help="At most N decoys per style (a fixed sample by id hash), for a costly judge.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Folder for the calibration JSON (default: the calibration store, "
+        ".twistbench-cache/calibration or TWIST_CALIBRATION_DIR).")] = None,
+) -> None:
+    """Run a judge on decoy answers and report its rejection rate per decoy style (Wilson
+    intervals); exit 1 when any style is below the pass rate."""
+    try:
+        judge_obj = make_judge(judge, model=model) if model else make_judge(judge)
+        datasets = [_dataset(name, locomo, None, False)[0]
+                    for name in (dataset or [DEFAULT_DATASET])]
+        record, path = run_calibration(judge_obj, datasets, locomo_decoys=locomo_decoys,
+                                       sample=sample, out=out)
+    except InputError as exc:
+        _fail_input(exc)
+    table = Table(title=f"decoy calibration of {judge} (pass: every rate >= {PASS_RATE:g})")
+    for col in ("style", "kind", "rate", "k/n", "95% interval", "errors", "result"):
+        table.add_column(col)
+    for style, e in record["styles"].items():
+        rate = e.get("rejection_rate", e.get("acceptance_rate"))
+        lo, hi = e["interval"]
+        table.add_row(style, f"{e['kind']} ({'rejected' if e['kind'] == 'decoy' else 'accepted'})",
+                      "n/a" if rate is None else f"{rate:.3f}", f"{e['k']}/{e['n']}",
+                      "" if lo is None else f"[{lo:.3f}, {hi:.3f}]", str(e["errors"]),
+                      "[green]pass[/]" if e["passed"] else "[bold red]FAIL[/]")
+    console.print(table)
+    for style, why in record["not_applicable"].items():
+        console.print(f"  {style}: N/A — {why}", highlight=False)
+    console.print(describe_calibration(calibration_summary(record)), highlight=False,
+                  markup=False)
+    console.print(f"calibration -> {path}", highlight=False)
+    if not record["passed"]:
+        raise typer.Exit(1)
 
 
 @app.command()

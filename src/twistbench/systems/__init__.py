@@ -1,6 +1,7 @@
 """Reference systems and the table that `twist run --system` resolves.
 
-Built-in names: flat-rag, fact-rag, heuristic, oracle; installed plugins register more under the
+Built-in names: flat-rag, fact-rag, heuristic, oracle, and, where an LLM endpoint is configured,
+flat-rag-llm, full-context and fact-rag-llm; installed plugins register more under the
 `twistbench.systems` entry-point group. Any other spec "package.module:Class" or
 "path/to/file.py:Class" is imported and constructed with the `-S key=value` options, coerced to
 the types the constructor's annotations declare. Only registry entries with gold_channel=True
@@ -18,6 +19,7 @@ from typing import Any
 
 from twistbench.contract import MemorySystem
 from twistbench.errors import InputError
+from twistbench.llm import is_configured
 from twistbench.plugins import entry_points, resolve
 
 ENTRY_POINT_GROUP = "twistbench.systems"
@@ -29,6 +31,7 @@ class SystemEntry:
     target: str  # "module:Class", "file.py:Class", or the entry point's value
     gold_channel: bool
     description: str
+    needs_llm: bool = False  # available only when an LLM endpoint is configured (SYSTEM role)
 
 
 # The built-in reference systems. A separate package registers its own under the
@@ -48,6 +51,15 @@ REGISTRY: dict[str, SystemEntry] = {
                     "supersession; write-time PII/crisis governance"),
         SystemEntry("oracle", "twistbench.systems.oracle:Oracle", True,
                     "answers from the gold (explicit gold channel): the ceiling check"),
+        SystemEntry("flat-rag-llm", "twistbench.systems.flat_rag_llm:FlatRAGLLM", False,
+                    "flat RAG + a model: retrieved turns -> verdict with citations, tensions "
+                    "asked per session, answers citing turns (the public TWIST baseline)", True),
+        SystemEntry("full-context", "twistbench.systems.full_context:FullContext", False,
+                    "the whole record in the model's context where it fits; declines where "
+                    "it does not", True),
+        SystemEntry("fact-rag-llm", "twistbench.systems.fact_rag_llm:FactRAGLLM", False,
+                    "Mem0-style: a model extracts facts (ADD / UPDATE / DELETE with source "
+                    "turns); recall returns memories for the run's answerer", True),
     ]
 }
 
@@ -72,6 +84,11 @@ def make_system(spec: str, options: dict[str, str] | None = None
     with gold_channel=True (the oracle) ever receive gold.
     """
     options = dict(options or {})
+    if spec in REGISTRY and REGISTRY[spec].needs_llm and not is_configured(role="system"):
+        raise InputError("--system", f"{spec} needs an LLM endpoint and none is configured",
+                         field="system", expected="TWIST_LLM_BASE_URL and TWIST_LLM_MODEL (or "
+                         "TWIST_SYSTEM_BASE_URL / TWIST_SYSTEM_MODEL) naming an "
+                         "OpenAI-compatible endpoint")
     table = {name: e.target for name, e in REGISTRY.items()}
     cls: Any = resolve(spec, table=table, group=ENTRY_POINT_GROUP, flag="--system",
                        what="system")

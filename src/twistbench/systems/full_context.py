@@ -1,0 +1,101 @@
+"""full-context: the whole record in the model's context, no retrieval (whitepaper §9; needs an
+LLM endpoint).
+
+Every turn ingested so far goes into each prompt, as long as the record fits `context_tokens`
+(estimated at one token per four characters, the client's own estimate): recall with the
+`answerer` prompt (every turn as a memory), check_alignment with `draft_alignment`, and online
+tensions after each session with `session_tensions` (every earlier turn against the new
+session). A call whose record does not fit is declined for that item (an error saying so,
+never a guess from part of the record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from twistbench.answerers.llm import PROMPT as ANSWER_PROMPT
+from twistbench.answerers.llm import LLMAnswerer
+from twistbench.contract import BaseSystem, Capabilities
+from twistbench.llm import load_prompt
+from twistbench.llm.usage import estimate_tokens
+from twistbench.model import Answer, Event, IngestResult, Memory, Verdict
+from twistbench.retrieval import turn_text
+from twistbench.systems.llm_common import (
+    CitationCounter,
+    parse_tensions,
+    parse_verdict,
+    prompt_identity,
+    system_client,
+    turn_lines,
+)
+
+ALIGN_PROMPT = "draft_alignment"
+TENSION_PROMPT = "session_tensions"
+
+
+class RecordTooLong(NotImplementedError):
+    """The record does not fit the context budget: the call is declined."""
+
+
+class FullContext(BaseSystem):
+    """See the module docstring."""
+
+    name = "full-context"
+    capabilities = Capabilities(online_tensions=True, recall=True, check_alignment=True)
+
+    def __init__(self, context_tokens: int = 100_000, model: str | None = None) -> None:
+        if context_tokens < 1000:
+            raise ValueError("context_tokens must be >= 1000")
+        self.context_tokens = context_tokens
+        self.client = system_client(model)
+        self.answerer = LLMAnswerer(client=self.client)
+        self.citations = CitationCounter()
+        self.reset("")
+
+    def config(self) -> dict[str, Any]:
+        return {"context_tokens": self.context_tokens, "token_estimate": "characters / 4",
+                **prompt_identity([ALIGN_PROMPT, TENSION_PROMPT, ANSWER_PROMPT], self.client),
+                "dropped_citations": self.citations.dropped}
+
+    def reset(self, conversation_id: str) -> None:
+        self.conversation_id = conversation_id
+        self.events: dict[str, Event] = {}
+        self._tension_count = 0
+
+    def _fits(self, events: Sequence[Event], what: str) -> None:
+        tokens = estimate_tokens(turn_lines(events))
+        if tokens > self.context_tokens:
+            raise RecordTooLong(f"{self.name} declines {what}: the record is ~{tokens:,} "
+                                f"tokens, over its context budget of {self.context_tokens:,}")
+
+    def ingest(self, events: Sequence[Event]) -> IngestResult:
+        new = [e for e in events if e.id not in self.events]
+        earlier = list(self.events.values())
+        for e in new:
+            self.events[e.id] = e
+        if not new or not earlier:
+            return IngestResult()
+        self._fits(earlier + new, "the tension check of this session")
+        messages = load_prompt(TENSION_PROMPT).render(earlier=turn_lines(earlier),
+                                                      session=turn_lines(new))
+        reply = self.client.complete(messages, json=True)
+        tensions = parse_tensions(reply.data, {e.id for e in earlier}, {e.id for e in new},
+                                  self.citations, self._tension_count + 1)
+        self._tension_count += len(tensions)
+        return IngestResult(tensions=tensions)
+
+    def recall(self, query: str) -> Answer:
+        record = list(self.events.values())
+        self._fits(record, "recall")
+        memories = [Memory(id=e.id, text=turn_text(e), sources=[e.id], timestamp=e.timestamp)
+                    for e in record]
+        answer = self.answerer.answer(query, memories)
+        return answer.model_copy(update={"retrieved": None, "answered_by": None})
+
+    def check_alignment(self, draft: str) -> Verdict:
+        record = list(self.events.values())
+        self._fits(record, "check_alignment")
+        messages = load_prompt(ALIGN_PROMPT).render(context=turn_lines(record), draft=draft)
+        reply = self.client.complete(messages, json=True)
+        return parse_verdict(reply.data, set(self.events), self.citations)
