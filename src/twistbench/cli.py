@@ -28,8 +28,9 @@ from twistbench.annotate.answers import load_manifest, read_answers
 from twistbench.annotate.excerpts import Settings as ExcerptSettings
 from twistbench.annotate.packet import export_packets
 from twistbench.answerers import DEFAULT_ANSWERER, make_answerer
-from twistbench.audit.contested import semantic_audit_files
+from twistbench.audit.contested import read_cases, semantic_audit_files
 from twistbench.audit.core import audit
+from twistbench.audit.llm_raters import rate_cases, rater_client, write_label_csv
 from twistbench.audit.native import native_matrix
 from twistbench.audit.report import render_audit_markdown
 from twistbench.audit.tracing import write_traces
@@ -581,13 +582,34 @@ def audit_native(
 @audit_app.command("labels")
 def audit_labels(
     cases: Annotated[Path, typer.Argument(help="contested_cases.jsonl written by `twist audit`.")],
-    labels: Annotated[list[Path], typer.Argument(help="Rater CSVs (case_id, rater, label).")],
+    labels: Annotated[list[Path] | None, typer.Argument(
+        help="Rater CSVs (case_id, rater, label).")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the result as JSON.")] = None,
+    llm: Annotated[bool, typer.Option(
+        "--llm", help="Add LLM raters (the RATER role's endpoint; tiap_audit prompt): one per "
+        "--llm-model, default the configured model. Their labels are written as CSV beside "
+        "the cases.")] = False,
+    llm_model: Annotated[list[str] | None, typer.Option(
+        help="A model to rate with (repeatable; each is one rater).")] = None,
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
+    extra = []
     try:
-        res = semantic_audit_files(cases, labels, out)
+        if not labels and not llm:
+            raise InputError("twist audit labels", "no labels to read",
+                             expected="rater CSV files, or --llm")
+        if llm:
+            contested = read_cases(cases)
+            for model in llm_model or [None]:
+                rated = rate_cases(contested, rater_client(model))
+                path = write_label_csv(cases.parent / f"labels_llm_{_folder_name(rated.model)}"
+                                       ".csv", rated.labels)
+                extra.extend(rated.labels)
+                err.print(f"{rated.rater}: {len(rated.labels)} of {len(contested)} cases "
+                          f"labelled, errors {rated.errors or 'none'} (prompt tiap_audit "
+                          f"{rated.prompt_sha256[:12]}) -> {path}", highlight=False)
+        res = semantic_audit_files(cases, labels or [], out, extra_labels=extra)
     except InputError as exc:
         _fail_input(exc)
     console.print(json.dumps(_as_jsonable(res), indent=2), markup=False, highlight=False)
