@@ -202,6 +202,13 @@ def run(
         "--answerer", help="What answers a recall that returns memories: extractive (offline, "
         "no model) or llm (the ANSWERER role's endpoint), a plugin, or module:Class.")
     ] = DEFAULT_ANSWERER,
+    workers: Annotated[int, typer.Option(
+        "--workers", help="Conversations driven at once, each worker with its own instance "
+        "of the system (one shared instance if the system is thread_safe).")] = 1,
+    retry_errors: Annotated[bool, typer.Option(
+        "--retry-errors", help="In an existing run folder, ask only the items that errored "
+        "again (their conversations are replayed; finished items are not re-asked).")
+    ] = False,
 ) -> None:
     """Run systems through the TWIST tracks and print the profile."""
     try:
@@ -212,7 +219,7 @@ def run(
         per = parse_options(option, systems)
         settings = RunSettings(tracks=track, timeout_s=timeout, ingest_timeout_s=ingest_timeout,
                                seed=seed, force_new=force_new, conversations=conversation,
-                               progress=progress)
+                               progress=progress, workers=workers, retry_errors=retry_errors)
         folders = []
         failed = []
         for spec in systems:
@@ -221,7 +228,8 @@ def run(
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
                                  gold_channel=entry.gold_channel, settings=settings,
                                  judge=judge_obj, dataset_source=source,
-                                 answerer=answerer_obj)
+                                 answerer=answerer_obj,
+                                 factory=lambda spec=spec: make_system(spec, per[spec])[0])
             folders.append(folder)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
                     f"{outcome.errors} errors")

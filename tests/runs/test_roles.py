@@ -76,6 +76,10 @@ def test_an_llm_answerer_run_counts_its_calls_and_reruns_from_the_cache(tmp_path
     two = json.loads((tmp_path / "two" / "manifest.json").read_text())["llm_usage"][0]
     assert one["network_calls"] == one["requests"] > 0 and one["cache"]["hits"] == 0
     assert two["network_calls"] == 0 and two["cache"]["hits"] == one["requests"]
+    # token counts are counts, not credentials: the manifest keeps them
+    assert isinstance(one["tokens"]["prompt"], int) and one["tokens"]["prompt"] > 0
+    assert isinstance(json.loads((tmp_path / "one" / "manifest.json").read_text())[
+        "answerer"]["max_tokens"], int)
     assert json.loads((tmp_path / "two" / "manifest.json").read_text())["answerer"]["model"] \
         == "scripted"
 

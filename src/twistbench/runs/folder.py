@@ -16,8 +16,9 @@ from typing import Any
 from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.records import ITEMS, MANIFEST, ItemRecord, iter_records, read_manifest
 
-_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|passw(or)?d|auth|credential|bearer|private)",
-                          re.IGNORECASE)
+# "token" as a credential, not a count: max_tokens and the LLM usage's token counts stay.
+_SECRET_NAME = re.compile(r"(api[_-]?key|(?<!max_)token(?!s|izer)|secret|passw(or)?d|auth|"
+                          r"credential|bearer|private)", re.IGNORECASE)
 REDACTED = "***redacted***"
 
 

@@ -12,6 +12,7 @@ scores.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +28,15 @@ from twistbench.judges import judge_record
 from twistbench.judges.base import Judge
 from twistbench.judges.calibration import calibration_summary, load_calibration
 from twistbench.judges.structural import StructuralJudge
-from twistbench.llm import usage_since, usage_snapshot
+from twistbench.llm import usage_since, usage_snapshot, usage_totals
+from twistbench.llm.client import UsageMark
 from twistbench.model import Conversation, Dataset
 from twistbench.records import ItemRecord
-from twistbench.runs.drive import drive_conversation, unit_ids
+from twistbench.runs.drive import unit_ids
 from twistbench.runs.folder import Redactor, RunFolder
 from twistbench.runs.guard import GuardedSystem
 from twistbench.runs.manifest import finish_manifest, run_config, start_manifest
+from twistbench.runs.parallel import drive_all, drop_errors
 from twistbench.runs.resume import finished_items
 from twistbench.tracks import TRACKS, tasks_for
 from twistbench.tracks.base import Task, Track
@@ -48,6 +51,8 @@ class RunSettings:
     force_new: bool = False
     conversations: Sequence[str] | None = None  # restrict to these conversation ids
     progress: bool = True
+    workers: int = 1  # conversations driven at once (runs/parallel.py); not fingerprinted
+    retry_errors: bool = False  # resume asking only the errored items of the folder again
 
 
 @dataclass
@@ -98,13 +103,26 @@ def run_system(
     on_item: Callable[[ItemRecord], None] | None = None,
     dataset_source: dict[str, Any] | None = None,
     answerer: Answerer | None = None,
+    factory: Callable[[], MemorySystem] | None = None,
 ) -> RunOutcome:
     """Run `system` over `dataset` into `out_dir`, resuming what is already there.
 
     judge: the judge of free-text answers (judges/; default the structural judge); answerer:
     what answers a recall that returns memories (answerers/; default the offline extractive
-    one). The identity of both goes into the manifest and the fingerprint."""
+    one). The identity of both goes into the manifest and the fingerprint. factory: builds
+    another instance of the system, one per extra worker (settings.workers > 1) unless the
+    system is thread_safe."""
     settings = settings or RunSettings()
+    if settings.workers < 1:
+        raise InputError("--workers", f"{settings.workers}", expected="1 or more")
+    if settings.retry_errors and settings.force_new:
+        raise InputError("--retry-errors", "cannot be combined with --force-new",
+                         expected="one of them")
+    shared = bool(getattr(system, "thread_safe", False))
+    if settings.workers > 1 and not shared and factory is None:
+        raise InputError("--workers", f"{settings.workers} workers need a fresh instance of "
+                         "the system each, and no way to build one was given",
+                         expected="--workers 1, or a system built by name (twist run -s)")
     tracks = tracks if tracks is not None else TRACKS
     judge = judge if judge is not None else StructuralJudge()
     answerer = answerer if answerer is not None else ExtractiveAnswerer()
@@ -121,45 +139,55 @@ def run_system(
                                "ingest_s": settings.ingest_timeout_s}, 0)
     # Not fingerprinted: calibrating a judge later must not stop a run from resuming.
     manifest["judge"] = {**config["judge"], "calibration": calibration_summary(
-        load_calibration(config["judge"]))}
+        load_calibration(judge_record(judge)))}
     llm_mark = usage_snapshot()
+    if settings.retry_errors and folder.exists():
+        # Checked first (it raises on another configuration), then the errors go.
+        finished_items(folder, config, manifest["fingerprint"], False)
+        manifest["retried_errors"] = drop_errors(folder.items_path)
     done = finished_items(folder, config, manifest["fingerprint"], settings.force_new)
     manifest["resumed_from_items"] = len(done)
+    manifest["workers"] = settings.workers
     folder.write_manifest(manifest)
 
     work = _work(dataset, system, settings, tracks, plan, judge)
     total = sum(len(unit_ids(c, t)) for c, t in work)
-    guarded = GuardedSystem(system, settings.timeout_s, answerer)
+    instances = [system] + [system if shared else factory() for _ in  # type: ignore[misc]
+                            range(settings.workers - 1)]
     if gold_channel:
         if not isinstance(system, GoldReader):
             raise InputError(spec or name,
                              "registered for the gold channel but has no receive_gold")
-        system.receive_gold(dataset)
+        for instance in dict.fromkeys(instances):
+            instance.receive_gold(dataset)  # type: ignore[union-attr]
+    guards = [GuardedSystem(s, settings.timeout_s, answerer) for s in instances]
 
     new = skipped = replay_failures = 0
     status = "interrupted"
     progress = _progress(settings.progress)
 
+    item_errors = 0
+    last_shown = [0.0]
+
     def write(rec: ItemRecord) -> None:
+        nonlocal item_errors
         folder.append(rec)
+        item_errors += not rec.ok
         if on_item is not None:
             on_item(rec)
+        now = time.monotonic()
+        if settings.progress and now - last_shown[0] > 0.5:  # the LLM line, twice a second
+            last_shown[0] = now
+            progress.update(bar, calls=_calls_line(llm_mark, item_errors))
 
     try:
         with progress:
-            bar = progress.add_task(f"{name}", total=total)
-            for conv, tasks in work:
-                ids = unit_ids(conv, tasks)
-                if all(i in done for i in ids):
-                    skipped += len(ids)
-                    progress.advance(bar, len(ids))
-                    continue
-                progress.update(bar, description=f"{name} · {conv.id}")
-                counts = drive_conversation(conv, tasks, guarded, done, settings.ingest_timeout_s,
-                                            write, lambda n: progress.advance(bar, n))
-                new += counts.new
-                skipped += counts.skipped
-                replay_failures += counts.replay_failures
+            bar = progress.add_task(f"{name}", total=total, calls="")
+            counts = drive_all(work, guards, done, settings.ingest_timeout_s, write,
+                               lambda n: progress.advance(bar, n),
+                               lambda conv: progress.update(bar, description=f"{name} · {conv}"))
+            new, skipped, replay_failures = counts.new, counts.skipped, counts.replay_failures
+            progress.update(bar, calls=_calls_line(llm_mark, item_errors))
         status = "complete"
     finally:
         records = folder.records()
@@ -202,4 +230,18 @@ def _system_config(system: MemorySystem, options: dict[str, Any] | None) -> dict
 
 def _progress(enabled: bool) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), disable=not enabled, transient=False)
+                    TimeElapsedColumn(), TextColumn("{task.fields[calls]}"),
+                    disable=not enabled, transient=False)
+
+
+def _calls_line(mark: UsageMark, item_errors: int) -> str:
+    """'LLM 120 calls · 80 cached · 0 errors · 45.2k tokens · 3 item errors' for the bar."""
+    usage = usage_since(mark)
+    parts = []
+    if usage:
+        t = usage_totals(usage)
+        parts.append(f"LLM {t['network_calls']} calls · {t['cache_hits']} cached · "
+                     f"{t['errors']} errors · {t['tokens'] / 1000:.1f}k tokens")
+    if item_errors:
+        parts.append(f"{item_errors} item errors")
+    return " · ".join(parts)
