@@ -84,7 +84,7 @@ def judge_name(judge: dict[str, Any]) -> str:
 def judged_note(profile: Profile) -> str:
     """What a judged column's header carries: the judge and its weakest decoy rejection rate
     with the calibration verdict ('judge structural v1: decoys rejected >= 0.826, FAILS
-    calibration'); one note per distinct judge of the rows."""
+    calibration (specific_but_wrong, vague_but_topical)'); one note per distinct judge."""
     notes = []
     for judge in _judges(profile):
         cal = judge.get("calibration")
@@ -94,7 +94,8 @@ def judged_note(profile: Profile) -> str:
         rates = [e.get("rejection_rate") for e in cal["styles"].values()
                  if e.get("kind") == "decoy" and e.get("rejection_rate") is not None]
         low = f"decoys rejected >= {min(rates):.3f}, " if rates else ""
-        verdict = "passes calibration" if cal.get("passed") else "FAILS calibration"
+        verdict = ("passes calibration" if cal.get("passed") else
+                   f"FAILS calibration ({', '.join(cal.get('failing') or []) or 'no decoys'})")
         notes.append(f"judge {judge_name(judge)}: {low}{verdict}")
     return "; ".join(notes)
 
