@@ -110,3 +110,23 @@ def test_judge_calibration_goes_into_the_manifest_and_beside_the_judged_column(
     assert row["judge"]["calibration"]["passed"] == rec["passed"]
     # a run from before the calibration finds it in the store when re-scored
     assert "decoys rejected >= 1.000" in report_runs([tmp_path / "before"]).markdown
+
+
+def test_the_progress_line_shows_calls_cache_hits_errors_and_tokens(tmp_path, llm_env):
+    from twistbench.answerers.llm import LLMAnswerer
+    from twistbench.llm import usage_snapshot
+    from twistbench.model import Memory
+    from twistbench.runs.runner import _calls_line
+
+    llm_env.reply = respond
+    mark = usage_snapshot()
+    assert _calls_line(mark, 0) == ""
+    answerer = LLMAnswerer()
+    mems = [Memory(id="m1", text="Dana's rollout covers 120 seats.", sources=["t1"])]
+    answerer.answer("How many seats?", mems)
+    answerer.client.flush()  # the cache write happens in the background: wait for it
+    answerer.answer("How many seats?", mems)
+    answerer.answer("How many seats?", mems)
+    line = _calls_line(mark, 2)
+    assert line.startswith("LLM 1 calls · 2 cached · 0 errors · ") and "k tokens" in line
+    assert line.endswith("· 2 item errors")

@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from twistbench.answerers.base import NO_MEMORY_ANSWER, Answerer, AnswererError
-from twistbench.errors import InputError
 from twistbench.model import Answer, Memories
-from twistbench.plugins import resolve
+from twistbench.plugins import build, resolve
 
 ENTRY_POINT_GROUP = "twistbench.answerers"
 DEFAULT_ANSWERER = "extractive"
@@ -29,17 +28,8 @@ def make_answerer(spec: str = DEFAULT_ANSWERER, **options: Any) -> Answerer:
     endpoint configured says which variables to set)."""
     cls = resolve(spec, table=ANSWERERS, group=ENTRY_POINT_GROUP, flag="--answerer",
                   what="answerer")
-    try:
-        answerer = cls(**options)
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a plugin that cannot be built is the user's input
-        raise InputError("--answerer", f"answerer {spec} cannot be built: {exc}",
-                         field="answerer", expected="an answerer class") from exc
-    if not isinstance(answerer, Answerer):
-        raise InputError("--answerer", f"{spec} is not an answerer", field="answerer",
-                         expected="a class with name, version, identity() and answer()")
-    return answerer
+    return build(spec, cls, options, flag="--answerer", what="answerer", protocol=Answerer,
+                 shape="a class with name, version, identity() and answer()")
 
 
 def answerer_record(answerer: Answerer) -> dict[str, Any]:

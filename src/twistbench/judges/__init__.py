@@ -13,7 +13,6 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
-from twistbench.errors import InputError
 from twistbench.judges.base import (
     OUTCOMES,
     Judge,
@@ -24,7 +23,7 @@ from twistbench.judges.base import (
     QAVerdict,
     judge_identity,
 )
-from twistbench.plugins import resolve
+from twistbench.plugins import build, resolve
 
 ENTRY_POINT_GROUP = "twistbench.judges"
 DEFAULT_JUDGE = "structural"
@@ -40,17 +39,8 @@ def make_judge(spec: str = DEFAULT_JUDGE, **options: Any) -> Judge:
     `options` (an LLM judge: model, offline_ok); InputError when it cannot be built (an LLM
     judge without an endpoint names the variables to set) or is not a Judge."""
     cls = resolve(spec, table=JUDGES, group=ENTRY_POINT_GROUP, flag="--judge", what="judge")
-    try:
-        judge = cls(**options)
-    except InputError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a plugin that cannot be built is the user's input
-        raise InputError("--judge", f"judge {spec} cannot be built: {exc}", field="judge",
-                         expected="a judge class constructible without arguments") from exc
-    if not isinstance(judge, Judge):
-        raise InputError("--judge", f"{spec} is not a judge", field="judge",
-                         expected="a class with name, version and classify()")
-    return judge
+    return build(spec, cls, options, flag="--judge", what="judge", protocol=Judge,
+                 shape="a class with name, version and classify()")
 
 
 def judge_record(judge: Judge) -> dict[str, Any]:

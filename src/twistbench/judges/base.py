@@ -10,7 +10,7 @@ counted and shown, never a score.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -104,13 +104,7 @@ def classify_all(judge: Judge, cases: Sequence[ChainCase]) -> list[JudgeVerdict 
     many = getattr(judge, "classify_many", None)
     if callable(many):
         return list(many(cases))
-    out: list[JudgeVerdict | JudgeError] = []
-    for case in cases:
-        try:
-            out.append(judge.classify(*case))
-        except JudgeError as exc:
-            out.append(exc)
-    return out
+    return [caught(lambda c=case: judge.classify(*c)) for case in cases]
 
 
 def judge_qa_all(judge: QAJudge, cases: Sequence[QACase]) -> list[QAVerdict | JudgeError]:
@@ -119,13 +113,15 @@ def judge_qa_all(judge: QAJudge, cases: Sequence[QACase]) -> list[QAVerdict | Ju
     many = getattr(judge, "judge_qa_many", None)
     if callable(many):
         return list(many(cases))
-    out: list[QAVerdict | JudgeError] = []
-    for case in cases:
-        try:
-            out.append(judge.judge_qa(case))
-        except JudgeError as exc:
-            out.append(exc)
-    return out
+    return [caught(lambda c=case: judge.judge_qa(c)) for case in cases]
+
+
+def caught(judgement: Callable[[], Any]) -> Any:
+    """judgement(), or the JudgeError it raised (a failed judgement stays in its place)."""
+    try:
+        return judgement()
+    except JudgeError as exc:
+        return exc
 
 
 def judge_identity(judge: Judge) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from twistbench.judges.base import (
     Outcome,
     QACase,
     QAVerdict,
+    caught,
 )
 from twistbench.llm import (
     ChatRequest,
@@ -114,7 +115,7 @@ class LLMJudge:
 
     def classify_many(self, cases: Sequence[ChainCase]) -> list[JudgeVerdict | JudgeError]:
         replies = self.client.complete_many([self._c_request(*c) for c in cases])
-        return [_guarded(lambda c=c, r=r: self._c_verdict(c[0], c[2], r))
+        return [caught(lambda c=c, r=r: self._c_verdict(c[0], c[2], r))
                 for c, r in zip(cases, replies)]
 
     # -- LoCoMo QA (J) ------------------------------------------------------------------------
@@ -136,7 +137,7 @@ class LLMJudge:
 
     def judge_qa_many(self, cases: Sequence[QACase]) -> list[QAVerdict | JudgeError]:
         replies = self.client.complete_many([self._qa_request(c) for c in cases])
-        return [_guarded(lambda r=r: self._qa_verdict(r)) for r in replies]
+        return [caught(lambda r=r: self._qa_verdict(r)) for r in replies]
 
     def _ask(self, request: ChatRequest) -> Completion | LLMError:
         try:
@@ -157,10 +158,3 @@ def _data(reply: Completion | LLMError) -> dict[str, Any]:
 
 def _text(reply: Completion | LLMError) -> str:
     return reply.text[:200] if isinstance(reply, Completion) else ""
-
-
-def _guarded(make: Any) -> Any:
-    try:
-        return make()
-    except JudgeError as exc:
-        return exc

@@ -21,22 +21,20 @@ from typing import Any
 from twistbench.answerers.llm import PROMPT as ANSWER_PROMPT
 from twistbench.answerers.llm import LLMAnswerer
 from twistbench.contract import Capabilities
-from twistbench.llm import load_prompt
-from twistbench.model import Answer, Event, IngestResult, Memory, Verdict
+from twistbench.model import Answer, Event, IngestResult, Verdict
 from twistbench.retrieval import turn_text
 from twistbench.systems.flat_rag import FlatRAG
 from twistbench.systems.llm_common import (
+    ALIGN_PROMPT,
+    TENSION_PROMPT,
     CitationCounter,
     LLMReplyError,
-    parse_tensions,
-    parse_verdict,
+    answer_from_turns,
+    ask_tensions,
+    ask_verdict,
     prompt_identity,
     system_client,
-    turn_lines,
 )
-
-ALIGN_PROMPT = "draft_alignment"
-TENSION_PROMPT = "session_tensions"
 
 
 class FlatRAGLLM(FlatRAG):
@@ -77,11 +75,8 @@ class FlatRAGLLM(FlatRAG):
         earlier = self._earlier_for(new, earlier_before)
         if not earlier:
             return IngestResult()
-        messages = load_prompt(TENSION_PROMPT).render(earlier=turn_lines(earlier),
-                                                      session=turn_lines(new))
-        reply = self.client.complete(messages, json=True)
-        tensions = parse_tensions(reply.data, {e.id for e in earlier}, {e.id for e in new},
-                                  self.citations, self._tension_count + 1)
+        tensions = ask_tensions(self.client, earlier, new, self.citations,
+                                self._tension_count + 1)
         self._tension_count += len(tensions)
         return IngestResult(tensions=tensions)
 
@@ -100,20 +95,12 @@ class FlatRAGLLM(FlatRAG):
         return [self.events[i] for i in sorted(best, key=order.__getitem__)]
 
     def recall(self, query: str) -> Answer:
-        # turn_text keeps the speaker's name: who said it matters to the answer.
-        memories = [Memory(id=i, text=turn_text(self.events[i]), sources=[i], score=s,
-                           timestamp=self.events[i].timestamp)
-                    for i, s in self.index.search(query, self.answer_k)]
-        answer = self.answerer.answer(query, memories)
-        # This system answers itself: the harness's answerer did not write this.
-        return answer.model_copy(update={"retrieved": None, "answered_by": None})
+        hits = self.index.search(query, self.answer_k)
+        return answer_from_turns(self.answerer, query, [(self.events[i], s) for i, s in hits])
 
     def check_alignment(self, draft: str) -> Verdict:
-        hits = self.index.search(draft, self.k)
-        shown = [self.events[i] for i, _ in hits]
-        messages = load_prompt(ALIGN_PROMPT).render(context=turn_lines(shown), draft=draft)
-        reply = self.client.complete(messages, json=True)
-        return parse_verdict(reply.data, {e.id for e in shown}, self.citations)
+        shown = [self.events[i] for i, _ in self.index.search(draft, self.k)]
+        return ask_verdict(self.client, shown, draft, self.citations)
 
     def flag_tensions(self) -> list:
         raise NotImplementedError("flat-rag-llm reports tensions online, after each session")

@@ -17,21 +17,19 @@ from typing import Any
 from twistbench.answerers.llm import PROMPT as ANSWER_PROMPT
 from twistbench.answerers.llm import LLMAnswerer
 from twistbench.contract import BaseSystem, Capabilities
-from twistbench.llm import load_prompt
 from twistbench.llm.usage import estimate_tokens
-from twistbench.model import Answer, Event, IngestResult, Memory, Verdict
-from twistbench.retrieval import turn_text
+from twistbench.model import Answer, Event, IngestResult, Verdict
 from twistbench.systems.llm_common import (
+    ALIGN_PROMPT,
+    TENSION_PROMPT,
     CitationCounter,
-    parse_tensions,
-    parse_verdict,
+    answer_from_turns,
+    ask_tensions,
+    ask_verdict,
     prompt_identity,
     system_client,
     turn_lines,
 )
-
-ALIGN_PROMPT = "draft_alignment"
-TENSION_PROMPT = "session_tensions"
 
 
 class RecordTooLong(NotImplementedError):
@@ -77,25 +75,17 @@ class FullContext(BaseSystem):
         if not new or not earlier:
             return IngestResult()
         self._fits(earlier + new, "the tension check of this session")
-        messages = load_prompt(TENSION_PROMPT).render(earlier=turn_lines(earlier),
-                                                      session=turn_lines(new))
-        reply = self.client.complete(messages, json=True)
-        tensions = parse_tensions(reply.data, {e.id for e in earlier}, {e.id for e in new},
-                                  self.citations, self._tension_count + 1)
+        tensions = ask_tensions(self.client, earlier, new, self.citations,
+                                self._tension_count + 1)
         self._tension_count += len(tensions)
         return IngestResult(tensions=tensions)
 
     def recall(self, query: str) -> Answer:
         record = list(self.events.values())
         self._fits(record, "recall")
-        memories = [Memory(id=e.id, text=turn_text(e), sources=[e.id], timestamp=e.timestamp)
-                    for e in record]
-        answer = self.answerer.answer(query, memories)
-        return answer.model_copy(update={"retrieved": None, "answered_by": None})
+        return answer_from_turns(self.answerer, query, [(e, None) for e in record])
 
     def check_alignment(self, draft: str) -> Verdict:
         record = list(self.events.values())
         self._fits(record, "check_alignment")
-        messages = load_prompt(ALIGN_PROMPT).render(context=turn_lines(record), draft=draft)
-        reply = self.client.complete(messages, json=True)
-        return parse_verdict(reply.data, set(self.events), self.citations)
+        return ask_verdict(self.client, record, draft, self.citations)

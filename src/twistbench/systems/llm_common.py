@@ -16,9 +16,14 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from twistbench.answerers.llm import LLMAnswerer
 from twistbench.llm import LLMClient, load_prompt, role_config, shared_client
 from twistbench.llm.prompts import format_lines
-from twistbench.model import Conflict, Event, Tension, Verdict
+from twistbench.model import Answer, Conflict, Event, Memory, Tension, Verdict
+from twistbench.retrieval import turn_text
+
+ALIGN_PROMPT = "draft_alignment"
+TENSION_PROMPT = "session_tensions"
 
 
 class LLMReplyError(ValueError):
@@ -102,3 +107,34 @@ def parse_tensions(data: Any, earlier: set[str], new: set[str], citations: Citat
             out.append(Tension(id=f"t{next_id + len(out)}", claim_evidence=claim,
                                new_evidence=fresh, rationale=str(t.get("rationale", ""))[:500]))
     return out
+
+
+# -- the calls the turn-reading systems share (flat-rag-llm, full-context) ---------------------
+
+
+def ask_tensions(client: LLMClient, earlier: Sequence[Event], new: Sequence[Event],
+                 citations: CitationCounter, next_id: int) -> list[Tension]:
+    """One `session_tensions` call: the earlier turns shown against the new session's."""
+    messages = load_prompt(TENSION_PROMPT).render(earlier=turn_lines(earlier),
+                                                  session=turn_lines(new))
+    reply = client.complete(messages, json=True)
+    return parse_tensions(reply.data, {e.id for e in earlier}, {e.id for e in new}, citations,
+                          next_id)
+
+
+def ask_verdict(client: LLMClient, shown: Sequence[Event], draft: str,
+                citations: CitationCounter) -> Verdict:
+    """One `draft_alignment` call: the draft against the record excerpts shown."""
+    messages = load_prompt(ALIGN_PROMPT).render(context=turn_lines(shown), draft=draft)
+    reply = client.complete(messages, json=True)
+    return parse_verdict(reply.data, {e.id for e in shown}, citations)
+
+
+def answer_from_turns(answerer: LLMAnswerer, query: str,
+                      turns: Sequence[tuple[Event, float | None]]) -> Answer:
+    """The `answerer` prompt over these turns (speaker names kept: who said it matters), as the
+    system's own answer: not marked as written by the run's answerer."""
+    memories = [Memory(id=e.id, text=turn_text(e), sources=[e.id], score=score,
+                       timestamp=e.timestamp) for e, score in turns]
+    answer = answerer.answer(query, memories)
+    return answer.model_copy(update={"retrieved": None, "answered_by": None})
