@@ -137,6 +137,7 @@ def test_whole_runs_on_demo_then_again_from_the_cache(llm_env, tmp_path, name):
                        options=opts, dataset_source={"name": "demo"})
     assert again.errors == 0 and llm_env.hits == calls  # not one request reached the server
     manifest = json.loads((tmp_path / "two" / "manifest.json").read_text())
+    assert set(manifest["system"]["diagnostics"]) <= {"dropped_citations", "rejected_ops"}
     (usage,) = manifest["llm_usage"]
     assert usage["network_calls"] == 0 and usage["cache"]["hit_rate"] == 1.0
     one = [json.loads(x) for x in (tmp_path / "one" / "items.jsonl").read_text().splitlines()]

@@ -13,7 +13,7 @@ scores.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -193,6 +193,7 @@ def run_system(
         records = folder.records()
         by_track = finish_manifest(manifest, status, records, new, skipped, replay_failures)
         manifest["llm_usage"] = usage_since(llm_mark)  # this invocation's calls, per client
+        manifest["system"]["diagnostics"] = _diagnostics(dict.fromkeys(instances))
         folder.write_manifest(manifest)
     return RunOutcome(folder=folder.path, system=name, items=len(records), new_items=new,
                       skipped=skipped, errors=sum(by_track.values()), errors_by_track=by_track,
@@ -232,6 +233,22 @@ def _progress(enabled: bool) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TextColumn("{task.fields[calls]}"),
                     disable=not enabled, transient=False)
+
+
+def _diagnostics(instances: Iterable[MemorySystem]) -> dict[str, Any]:
+    """What the system counted during the run (`diagnostics()`, optional), summed over the
+    workers' instances; a broken diagnostics() is noted, never fatal."""
+    total: dict[str, Any] = {}
+    for instance in instances:
+        getter = getattr(instance, "diagnostics", None)
+        if not callable(getter):
+            continue
+        try:
+            for k, v in dict(getter()).items():
+                total[k] = total.get(k, 0) + v if isinstance(v, (int, float)) else v
+        except Exception as exc:  # noqa: BLE001 - a broken diagnostics() must not lose the run
+            total["diagnostics_error"] = f"{type(exc).__name__}: {exc}"
+    return total
 
 
 def _calls_line(mark: UsageMark, item_errors: int) -> str:

@@ -8,8 +8,8 @@ operations, each citing the turns it comes from:
 - UPDATE a stored memory (new text; its sources gain the new turns);
 - DELETE a stored memory the turns show is no longer true.
 An operation naming a memory the model was not shown, citing no turn of the batch, or missing
-its text is not applied, and counted (`rejected_ops`); a reply that is not {"operations":
-[...]} is the session's ingest error.
+its text is not applied, and counted (`rejected_ops`, in the run manifest's system
+diagnostics); a reply that is not {"operations": [...]} is the session's ingest error.
 
 Recall returns the `k` nearest memories (ids, texts, source turns, scores, dates): the harness's
 answerer answers from them, as around Mem0. retrieve and lineage serve the TIAP audit (facts
@@ -72,8 +72,11 @@ class FactRAGLLM(BaseSystem):
     def config(self) -> dict[str, Any]:
         return {"retriever": self.retriever_name, "k": self.k, "batch_turns": self.batch_turns,
                 "related_k": self.related_k, "max_related": self.max_related,
-                **prompt_identity([EXTRACT_PROMPT], self.client),
-                "rejected_ops": self.rejected_ops}
+                **prompt_identity([EXTRACT_PROMPT], self.client)}
+
+    def diagnostics(self) -> dict[str, int]:
+        """Counted at the end of a run into the manifest (not part of its identity)."""
+        return {"rejected_ops": self.rejected_ops}
 
     def reset(self, conversation_id: str) -> None:
         self.conversation_id = conversation_id

@@ -59,8 +59,11 @@ class FlatRAGLLM(FlatRAG):
     def config(self) -> dict[str, Any]:
         return {"retriever": self.retriever_name, "k": self.k, "answer_k": self.answer_k,
                 "tension_k": self.tension_k, "max_earlier": self.max_earlier,
-                **prompt_identity([ALIGN_PROMPT, TENSION_PROMPT, ANSWER_PROMPT], self.client),
-                "dropped_citations": self.citations.dropped}
+                **prompt_identity([ALIGN_PROMPT, TENSION_PROMPT, ANSWER_PROMPT], self.client)}
+
+    def diagnostics(self) -> dict[str, int]:
+        """Counted at the end of a run into the manifest (not part of its identity)."""
+        return {"dropped_citations": self.citations.dropped}
 
     def reset(self, conversation_id: str) -> None:
         super().reset(conversation_id)

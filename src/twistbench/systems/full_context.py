@@ -53,8 +53,11 @@ class FullContext(BaseSystem):
 
     def config(self) -> dict[str, Any]:
         return {"context_tokens": self.context_tokens, "token_estimate": "characters / 4",
-                **prompt_identity([ALIGN_PROMPT, TENSION_PROMPT, ANSWER_PROMPT], self.client),
-                "dropped_citations": self.citations.dropped}
+                **prompt_identity([ALIGN_PROMPT, TENSION_PROMPT, ANSWER_PROMPT], self.client)}
+
+    def diagnostics(self) -> dict[str, int]:
+        """Counted at the end of a run into the manifest (not part of its identity)."""
+        return {"dropped_citations": self.citations.dropped}
 
     def reset(self, conversation_id: str) -> None:
         self.conversation_id = conversation_id

@@ -7,7 +7,8 @@ overrides the name). Without an endpoint the system cannot be built: `twist run 
 with one line saying which variables to set, and `twist list systems` marks it. A reply out of
 form (not the JSON the prompt asks for) raises LLMReplyError and a failed call raises LLMError:
 either is that item's error, never a verdict. Ids a model cites that it was not shown are
-dropped and counted (`dropped_citations` in the system's config), never kept.
+dropped and counted (`dropped_citations` in the run manifest's system diagnostics), never
+kept.
 """
 
 from __future__ import annotations
