@@ -23,6 +23,7 @@ ROOT = "twistbench"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "model": set(),
+    "sanitize": set(),
     "stats": set(),
     "contract": {"model"},
     "plugins": {"errors"},
@@ -35,19 +36,19 @@ ALLOWED: dict[str, set[str]] = {
     "tracks": {"errors", "model", "contract", "records", "stats", "judges"},
     "systems": {"errors", "model", "contract", "plugins", "retrieval", "llm", "answerers"},
     "report": {"errors", "model", "contract", "records", "stats", "datasets", "judges",
-               "tracks"},
+               "tracks", "sanitize"},
     "runs": {ROOT, "errors", "model", "contract", "records", "datasets", "llm", "answerers",
-             "judges", "tracks"},
+             "judges", "tracks", "sanitize"},
     "audit": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval", "llm",
-              "runs"},
+              "runs", "sanitize"},
     "itemgen": {"errors", "model", "datasets", "llm"},
     "annotate": {"errors", "model", "stats", "datasets"},
     "validation": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
                    "llm", "answerers", "judges", "tracks", "systems", "report", "runs", "audit",
-                   "itemgen"},
+                   "itemgen", "sanitize"},
     "cli": {ROOT, "errors", "model", "contract", "records", "stats", "datasets", "retrieval",
             "llm", "answerers", "judges", "tracks", "systems", "report", "runs", "audit",
-            "itemgen", "validation", "plugins", "annotate"},
+            "itemgen", "validation", "plugins", "annotate", "sanitize"},
 }
 SCORING = ("tracks", "judges", "report")
 

@@ -10,8 +10,10 @@ memory layers such as Mem0 or Zep do; the harness then answers with the run's an
 (`twist run --answerer`, answerers/) and records which one did.
 
 Throughput: `twist run --workers N` drives conversations in parallel, each worker with its own
-instance of the system, unless the class sets `thread_safe = True` (one instance serves every
-worker; its calls for different conversations may then overlap).
+instance of the system, unless the class sets `thread_safe = True`: one instance then serves
+every worker, its calls for different conversations overlap, and each worker's calls come from
+a thread of its own, so per-conversation state must be kept per thread (or per conversation id
+given to reset) by the system.
 
 This module imports only model.py.
 """
@@ -109,7 +111,7 @@ class BaseSystem:
 
     name = "base"
     capabilities = Capabilities()
-    thread_safe = False  # True: one instance may serve several conversations at once
+    thread_safe = False  # True: one instance may serve several conversations at once (module doc)
 
     def reset(self, conversation_id: str) -> None:
         self.conversation_id = conversation_id

@@ -46,7 +46,38 @@ class SlowToy(KeywordToy):
 
 
 class SharedToy(SlowToy):
+    """One instance for every worker: its per-conversation state lives per calling thread
+    (each worker's calls come from its own thread), as a thread_safe system must keep it."""
+
     thread_safe = True
+
+    def __init__(self):
+        self._local = threading.local()
+        super().__init__()
+
+    @property
+    def events(self):
+        return self._local.__dict__.setdefault("events", [])
+
+    @events.setter
+    def events(self, value):
+        self._local.events = value
+
+    @property
+    def tensions(self):
+        return self._local.__dict__.setdefault("tensions", [])
+
+    @tensions.setter
+    def tensions(self, value):
+        self._local.tensions = value
+
+    @property
+    def resolved(self):
+        return self._local.__dict__.setdefault("resolved", set())
+
+    @resolved.setter
+    def resolved(self, value):
+        self._local.resolved = value
 
 
 def _strip(folder):
@@ -89,6 +120,11 @@ def test_a_thread_safe_system_serves_every_worker_with_one_instance(tmp_path):
     run_system(DS, system, tmp_path / "r", dataset_source={"name": "demo"},
                settings=RunSettings(progress=False, workers=2))
     assert all(ids == {id(system)} for ids in SlowToy.seen.values())
+    assert SlowToy.peak == 2
+    _reset_counters()
+    run_system(DS, SlowToy(), tmp_path / "one", dataset_source={"name": "demo"},
+               settings=RunSettings(progress=False))
+    assert _strip(tmp_path / "r") == _strip(tmp_path / "one")  # state kept apart per thread
 
 
 def test_workers_without_a_way_to_build_instances_are_refused(tmp_path):

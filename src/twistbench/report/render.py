@@ -15,6 +15,7 @@ from rich.table import Table
 
 from twistbench.judges.calibration import describe_calibration
 from twistbench.report.profile import COLUMNS, Cell, PairedMetric, Profile
+from twistbench.sanitize import plain
 from twistbench.stats import Metric
 
 
@@ -245,5 +246,5 @@ def console_table(profile: Profile) -> Any:
                 text += f"\n[bold red]{cell.errors} errors[/]" + (
                     f", {cell.missing} missing" if cell.missing else "")
             cells.append(text)
-        table.add_row(row.system, *cells)
+        table.add_row(plain(row.system), *cells)  # a system's name is text, never markup
     return table

@@ -29,6 +29,7 @@ from twistbench.report.render import (
     render_profile_markdown,
     role_lines,
 )
+from twistbench.sanitize import plain
 from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
 from twistbench.tracks.b_alignment import score_predictions, write_predictions
 from twistbench.tracks.base import TrackResult
@@ -89,7 +90,8 @@ def score_folder(folder: str | Path, dataset: Dataset | None = None,
     plan: dict[str, str] = manifest.get("tracks") or {}
     ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
     judge = judge_from_record(manifest.get("judge"))
-    scores = score_run(dataset, records, caps, keys=ran, judge=judge)
+    scores = score_run(dataset, records, caps, keys=ran, judge=judge,
+                       source=str(folder / "items.jsonl"))
     scores.judge = judge_with_calibration(manifest.get("judge"), judge)
     scores.answerer = answerer_used(manifest.get("answerer"), records)
     for k in TRACK_ORDER:
@@ -148,10 +150,10 @@ class RunsReport:
             for row in profile.rows:
                 for col, cell in row.cells.items():
                     if cell.status == "n/a" and cell.reason:
-                        console.print(f"  [dim]{row.system} · {col}: N/A — {cell.reason}[/]",
-                                      highlight=False)
+                        console.print(f"  [dim]{plain(row.system)} · {col}: N/A — "
+                                      f"{plain(cell.reason)}[/]", highlight=False)
             for line in role_lines(profile):
-                console.print(f"  {line}", highlight=False, markup=False)
+                console.print(f"  {plain(line)}", highlight=False)
 
 
 def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:

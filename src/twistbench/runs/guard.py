@@ -1,21 +1,25 @@
-"""Every call into a system under test goes through here: a timeout, and output validation.
+"""Every call into a system under test goes through here: a timeout, copied inputs, a size cap
+and output validation.
 
 A call that raises, runs past the timeout, or returns something that does not validate becomes a
 SystemCallError; the runner records it as the item's error. A recall that returns Memories is
 answered here by the run's answerer (answerers/); an answerer that fails is the item's error
-too (kind "answerer_error"). Calls run on one worker thread per
-system so a system never sees two calls at once. When a call times out, that worker is abandoned
-(a Python thread cannot be killed) and a fresh one serves the next call; the abandoned call may
-still finish in the background, which is why a timed-out system is suspect for the rest of its
-conversation and the error is recorded, never retried.
+too (kind "answerer_error"). Nothing a system does can end the
+run: an exception whose __str__ raises, a Mapping whose access raises, a model_dump that raises,
+an output that is not JSON all become errors of that item. Where calls run, and what a timeout
+does, is the executor's business (runs/isolation.py); the runner restores a conversation after a
+timeout (runs/drive.py).
+
+Inputs are copies: a system that mutates the events it is given changes its own copy, never the
+dataset the next system sees. Outputs are validated, then converted to plain data through JSON,
+so no object of the system's survives past this module; an output whose JSON is larger than
+`max_output_bytes` is an error (invalid_output) and is not stored.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
@@ -24,6 +28,7 @@ from twistbench.answerers.extractive import ExtractiveAnswerer
 from twistbench.contract import Capabilities, MemorySystem
 from twistbench.model import (
     Answer,
+    Dataset,
     Event,
     IngestResult,
     LineageRecord,
@@ -33,139 +38,220 @@ from twistbench.model import (
     Verdict,
 )
 from twistbench.records import SystemCallError
+from twistbench.runs.isolation import (
+    CallFailed,
+    CallTimedOut,
+    OutputTooLarge,
+    ProcessExecutor,
+    SystemFactory,
+    ThreadExecutor,
+)
+from twistbench.sanitize import Redactor, safe_str, type_name
 
-T = TypeVar("T")
+MAX_MESSAGE = 2000  # characters of an error message kept (after redaction)
+DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
 
 _TENSIONS = TypeAdapter(list[Tension])
 _SCORED = TypeAdapter(list[ScoredMemory])
 _LINEAGE = TypeAdapter(list[LineageRecord])
+_ADAPTERS: dict[type, TypeAdapter] = {m: TypeAdapter(m) for m in (IngestResult, Answer, Verdict,
+                                                                  Memories)}
 
-
-def _answer_or_memories(value: Any) -> Answer | Memories:
-    """A recall reply: Memories (a Memories object, a dict with "memories", or a list of
-    memories) or else an Answer."""
-    if isinstance(value, BaseModel):
-        value = value.model_dump()
-    if isinstance(value, (list, tuple)):
-        value = {"memories": [v.model_dump() if isinstance(v, BaseModel) else v for v in value]}
-    if isinstance(value, dict) and "memories" in value and "text" not in value:
-        return Memories.model_validate(value)
-    return Answer.model_validate(value)
-
-
-class _Worker:
-    """One daemon thread that runs calls in order; daemon so a hung call never blocks exit."""
-
-    def __init__(self) -> None:
-        self.jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[bool, Any]]]] = (
-            queue.Queue())
-        self.thread = threading.Thread(target=self._loop, daemon=True, name="twist-system-call")
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            fn, reply = self.jobs.get()
-            try:
-                reply.put((True, fn()))
-            except BaseException as exc:  # noqa: BLE001 - any failure of the system is data
-                reply.put((False, exc))
+Executor = ThreadExecutor | ProcessExecutor
 
 
 class GuardedSystem:
-    """Wraps a MemorySystem; the only object tracks ever call."""
+    """Wraps a MemorySystem (or an executor holding one); the only object tracks ever call.
 
-    def __init__(self, system: MemorySystem, timeout_s: float,
+    timeout_s: the default per-call limit. factory: builds a fresh instance after a timeout
+    (thread executor). redactor: scrubs secrets from error messages before they are cut.
+    max_output_bytes: the largest output (as JSON) that is accepted and stored. answerer: what
+    answers a recall that returns Memories (default the offline extractive answerer)."""
+
+    def __init__(self, system: MemorySystem | Executor, timeout_s: float, *,
+                 factory: SystemFactory | None = None, redactor: Redactor | None = None,
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
                  answerer: Answerer | None = None):
-        self.system = system
-        self.timeout_s = timeout_s
         self.answerer: Answerer = answerer or ExtractiveAnswerer()
-        self.capabilities: Capabilities = system.capabilities
-        self._worker = _Worker()
+        if isinstance(system, (ThreadExecutor, ProcessExecutor)):
+            self.executor: Executor = system
+        else:
+            self.executor = ThreadExecutor(system, factory)
+        self.timeout_s = timeout_s
+        self.redactor = redactor or Redactor({}, {})
+        self.max_output_bytes = max_output_bytes
         self.calls = 0
+        self.timeouts = 0
+        self._setup: list[tuple[str, tuple[Any, ...], float]] = []
 
-    def _call(self, name: str, fn: Callable[[], Any], timeout_s: float | None = None) -> Any:
+    @property
+    def name(self) -> str:
+        return self.executor.name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.executor.capabilities
+
+    def config(self) -> dict[str, Any]:
+        return self.executor.config()
+
+    def _message(self, text: str) -> str:
+        return self.redactor.cut(text, MAX_MESSAGE)
+
+    def _call(self, name: str, args: tuple[Any, ...], timeout_s: float | None = None) -> Any:
         self.calls += 1
-        reply: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
-        self._worker.jobs.put((fn, reply))
         limit = self.timeout_s if timeout_s is None else timeout_s
         try:
-            ok, value = reply.get(timeout=limit)
-        except queue.Empty:
-            self._worker = _Worker()  # abandon the stuck thread
+            return self.executor.call(name, args, limit)
+        except CallTimedOut:
+            self.timeouts += 1
             raise SystemCallError("timeout", name, f"no answer within {limit:g} s") from None
-        if not ok:
-            exc = value
-            raise SystemCallError("exception", name, f"{type(exc).__name__}: {exc}") from exc
-        return value
+        except CallFailed as exc:
+            raise SystemCallError("exception", name,
+                                  self._message(f"{exc.type_name}: {exc.message}")) from None
+        except OutputTooLarge as exc:
+            raise SystemCallError("invalid_output", name, self._too_large(exc.size)) from None
+        except SystemCallError as exc:
+            raise SystemCallError(exc.kind, exc.call, self._message(exc.message)) from None
 
-    @staticmethod
-    def _validate(name: str, value: Any, validate: Callable[[Any], T]) -> T:
+    def _too_large(self, size: int) -> str:
+        return (f"output of {size:,} bytes is over the limit of {self.max_output_bytes:,} "
+                "(--max-output-bytes)")
+
+    def _validate(self, name: str, value: Any, adapter: TypeAdapter) -> Any:
+        """Validate, cap and copy an output: what leaves here is plain data in our models."""
         try:
-            return validate(value)
-        except (ValidationError, TypeError, ValueError) as exc:
-            msg = str(exc).splitlines()
-            short = "; ".join(line.strip() for line in msg[:3])
+            data = adapter.dump_json(adapter.validate_python(_plain(value)))
+            if len(data) > self.max_output_bytes:
+                raise _TooLarge(len(data))
+            return adapter.validate_json(data)  # plain data: no object of the system survives
+        except _TooLarge as exc:
+            raise SystemCallError("invalid_output", name, self._too_large(exc.size)) from None
+        except Exception as exc:  # noqa: BLE001 - whatever the output does is the system's fault
             raise SystemCallError("invalid_output", name,
-                                  f"{type(value).__name__}: {short}") from None
+                                  self._message(f"{type_name(value)}: {_problem(exc)}")) from None
 
-    @staticmethod
-    def _model(model: type[BaseModel]) -> Callable[[Any], Any]:
-        def check(value: Any) -> Any:
-            if isinstance(value, model):
-                return model.model_validate(value.model_dump())
-            return model.model_validate(value)
+    # -- setup and recovery -------------------------------------------------------------------
 
-        return check
+    def receive_gold(self, dataset: Dataset, timeout_s: float | None = None) -> None:
+        """Open the oracle's gold channel (a copy of the dataset); repeated after a restart."""
+        args = (dataset.model_copy(deep=True),)
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        self._setup.append(("receive_gold", args, limit))
+        self._call("receive_gold", args, limit)
 
-    @staticmethod
-    def _adapter(adapter: TypeAdapter) -> Callable[[Any], Any]:
-        def check(value: Any) -> Any:
-            if isinstance(value, BaseModel):
-                raise TypeError("expected a list")
-            if isinstance(value, (list, tuple)):
-                value = [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
-            return adapter.validate_python(value)
+    def restart(self) -> None:
+        """After a timeout: no abandoned call may share the instance the next calls reach
+        (a fresh instance or process, or the old one once idle); setup calls are repeated.
+        Raises SystemCallError when the system cannot be brought back."""
+        self.executor.restart(self.timeout_s)
+        for name, args, limit in self._setup:
+            self._call(name, args, limit)
 
-        return check
+    def close(self) -> None:
+        self.executor.close()
+
+    def diagnostics(self) -> dict[str, Any]:
+        """The system's own counters (its optional `diagnostics()`: dropped citations,
+        rejected operations), or {} for a system without one."""
+        try:
+            out = self._call("diagnostics", ())
+        except SystemCallError as exc:
+            if exc.message.startswith("AttributeError"):
+                return {}
+            raise
+        return {str(k): v for k, v in out.items()} if isinstance(out, Mapping) else {}
 
     # -- the contract, guarded ----------------------------------------------------------------
 
     def reset(self, conversation_id: str) -> None:
-        self._call("reset", lambda: self.system.reset(conversation_id))
+        self._call("reset", (conversation_id,))
 
     def ingest(self, events: Sequence[Event], timeout_s: float | None = None) -> IngestResult:
-        evs = list(events)
-        out = self._call("ingest", lambda: self.system.ingest(evs), timeout_s)
+        evs = [e.model_copy(deep=True) for e in events]  # the system gets its own copy
+        out = self._call("ingest", (evs,), timeout_s)
         if out is None:
             return IngestResult()
-        return self._validate("ingest", out, self._model(IngestResult))
+        return self._validate("ingest", out, _ADAPTERS[IngestResult])
 
     def flag_tensions(self) -> list[Tension]:
-        out = self._call("flag_tensions", self.system.flag_tensions)
-        return self._validate("flag_tensions", out, self._adapter(_TENSIONS))
+        return self._validate("flag_tensions", self._call("flag_tensions", ()), _TENSIONS)
 
     def recall(self, query: str) -> Answer:
-        out = self._call("recall", lambda: self.system.recall(query))
-        reply = self._validate("recall", out, _answer_or_memories)
+        out = self._call("recall", (query,))
+        if _is_memories(out):
+            reply = self._validate("recall", _memories_shape(out), _ADAPTERS[Memories])
+        else:
+            reply = self._validate("recall", out, _ADAPTERS[Answer])
         try:
             return answer_recall(query, reply, self.answerer)
         except AnswererError as exc:
-            raise SystemCallError("answerer_error", "recall",
-                                  f"answerer {self.answerer.name}: {exc}") from None
+            raise SystemCallError("answerer_error", "recall", self._message(
+                f"answerer {self.answerer.name}: {exc}")) from None
         except ValueError as exc:
-            raise SystemCallError("invalid_output", "recall", str(exc)) from None
+            raise SystemCallError("invalid_output", "recall", self._message(str(exc))) from None
 
     def check_alignment(self, draft: str) -> Verdict:
-        out = self._call("check_alignment", lambda: self.system.check_alignment(draft))
-        return self._validate("check_alignment", out, self._model(Verdict))
+        return self._validate("check_alignment", self._call("check_alignment", (draft,)),
+                              _ADAPTERS[Verdict])
 
     def resolve(self, tension_id: str) -> None:
-        self._call("resolve", lambda: self.system.resolve(tension_id))
+        self._call("resolve", (tension_id,))
 
     def retrieve(self, query: str, k: int) -> list[ScoredMemory]:
-        out = self._call("retrieve", lambda: self.system.retrieve(query, k))
-        return self._validate("retrieve", out, self._adapter(_SCORED))
+        return self._validate("retrieve", self._call("retrieve", (query, k)), _SCORED)
 
     def lineage(self) -> list[LineageRecord]:
-        out = self._call("lineage", self.system.lineage)
-        return self._validate("lineage", out, self._adapter(_LINEAGE))
+        return self._validate("lineage", self._call("lineage", ()), _LINEAGE)
+
+
+class _TooLarge(Exception):
+    def __init__(self, size: int):
+        super().__init__(size)
+        self.size = size
+
+
+def _is_memories(value: Any) -> bool:
+    """Whether a recall reply is memories: a Memories object, a list (of memories), or a
+    mapping with "memories" and no "text". Anything odd is left to the Answer check."""
+    try:
+        if isinstance(value, (Memories, list, tuple)):
+            return True
+        return isinstance(value, Mapping) and "memories" in value and "text" not in value
+    except Exception:  # noqa: BLE001 - a mapping whose access raises fails validation later
+        return False
+
+
+def _memories_shape(value: Any) -> Any:
+    """A bare list of memories as the Memories shape."""
+    if isinstance(value, (list, tuple)):
+        return {"memories": [v.model_dump() if isinstance(v, BaseModel) else v for v in value]}
+    return value
+
+
+def _plain(value: Any) -> Any:
+    """Models (ours or a subclass) as dicts, so the validator sees data, not the system's
+    objects (a single model where a list is expected becomes a dict, and fails validation)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, (list, tuple)):
+        return [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
+    return value
+
+
+def _problem(exc: Exception) -> str:
+    """What is wrong with an output, without echoing the output (it may hold a secret, and
+    pydantic cuts long values in the middle)."""
+    if isinstance(exc, ValidationError):
+        try:
+            errs = exc.errors(include_url=False, include_context=False, include_input=False)
+            parts = [f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+                     for e in errs[:3]]
+            more = f" (+{len(errs) - 3} more)" if len(errs) > 3 else ""
+            return "; ".join(parts) + more
+        except Exception:  # noqa: BLE001 - fall through to the generic text
+            pass
+    return f"{type_name(exc)}: {safe_str(exc)}"
+
+
+__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "GuardedSystem", "MAX_MESSAGE", "SystemFactory"]

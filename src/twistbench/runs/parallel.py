@@ -19,6 +19,7 @@ import os
 import queue
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from twistbench.model import Conversation
@@ -30,12 +31,22 @@ from twistbench.tracks.base import Task
 Work = list[tuple[Conversation, list[Task]]]
 
 
+@dataclass
+class RunTotals:
+    new: int = 0
+    skipped: int = 0
+    replay_failures: int = 0
+    restarts: int = 0  # restores after a timeout
+    stopped: int = 0  # conversations stopped after repeated timeouts
+
+
 def drive_all(work: Work, guards: Sequence[GuardedSystem], done: dict[str, ItemRecord],
               ingest_timeout_s: float, write: Callable[[ItemRecord], None],
-              advance: Callable[[int], None], describe: Callable[[str], None]) -> DriveCounts:
+              advance: Callable[[int], None], describe: Callable[[str], None]) -> RunTotals:
     """Every conversation of `work`, by len(guards) workers; the totals of their counts. A
     conversation with every unit finished is skipped (counted) without touching a system."""
     totals = DriveCounts()
+    conversations_stopped = 0
     lock = threading.Lock()
     todo: queue.Queue[tuple[Conversation, list[Task]]] = queue.Queue()
     for conv, tasks in work:
@@ -57,6 +68,7 @@ def drive_all(work: Work, guards: Sequence[GuardedSystem], done: dict[str, ItemR
     failures: list[BaseException] = []
 
     def worker(guarded: GuardedSystem) -> None:
+        nonlocal conversations_stopped
         while not failures:
             try:
                 conv, tasks = todo.get_nowait()
@@ -64,8 +76,11 @@ def drive_all(work: Work, guards: Sequence[GuardedSystem], done: dict[str, ItemR
                 return
             with lock:
                 describe(conv.id)
+            # Each conversation gets its own view of the finished units: drive_conversation
+            # adds to it, and the workers must not share one dict.
+            mine = {i: done[i] for i in unit_ids(conv, tasks) if i in done}
             try:
-                counts = drive_conversation(conv, tasks, guarded, done, ingest_timeout_s,
+                counts = drive_conversation(conv, tasks, guarded, mine, ingest_timeout_s,
                                             locked_write, locked_advance)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
                 failures.append(exc)
@@ -74,6 +89,8 @@ def drive_all(work: Work, guards: Sequence[GuardedSystem], done: dict[str, ItemR
                 totals.new += counts.new
                 totals.skipped += counts.skipped
                 totals.replay_failures += counts.replay_failures
+                totals.restarts += counts.restarts
+                conversations_stopped += bool(counts.stopped)
 
     if len(guards) == 1:
         worker(guards[0])
@@ -86,7 +103,8 @@ def drive_all(work: Work, guards: Sequence[GuardedSystem], done: dict[str, ItemR
             t.join()
     if failures:
         raise failures[0]
-    return totals
+    return RunTotals(totals.new, totals.skipped, totals.replay_failures, totals.restarts,
+                     conversations_stopped)
 
 
 def drop_errors(items_path: str | Path) -> int:
