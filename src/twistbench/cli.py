@@ -1031,6 +1031,10 @@ def judge_calibrate(
     """Run a judge on decoy answers and report its rejection rate per decoy style (Wilson
     intervals); exit 1 when any style is below the pass rate."""
     try:
+        if sample is not None:
+            _at_least(sample, 1, "--sample")
+        if out is not None:
+            out = _output_dir(out, "--out")
         judge_obj = make_judge(judge, model=model) if model else make_judge(judge)
         datasets = [_dataset(name, locomo, None, False)[0]
                     for name in (dataset or [DEFAULT_DATASET])]

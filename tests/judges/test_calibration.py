@@ -197,3 +197,17 @@ def test_cli_calibrates_stores_and_exits_1_when_failing(tmp_path, llm_env):
     rec = json.loads(llm_doc.read_text())
     assert rec["judge"]["model"] == "scripted" and rec["sources"]["sample_per_style"] == 25
     assert all(e["n"] + e["errors"] <= 25 for e in rec["styles"].values())
+
+
+@pytest.mark.parametrize("args,where", [
+    (["--sample", "0"], "--sample"), (["--judge", "nope"], "unknown judge"),
+    (["-o", "{file}"], "not a folder"), (["-d", "no-such-key"], "unknown dataset"),
+])
+def test_cli_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, where):
+    from twistbench.cli import run_cli
+
+    afile = tmp_path / "a.txt"
+    afile.write_text("x")
+    code = run_cli(["judge", "calibrate", *[a.replace("{file}", str(afile)) for a in args]])
+    err = capsys.readouterr().err
+    assert code == 2 and where in err and len(err.strip().splitlines()) == 1
