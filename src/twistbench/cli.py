@@ -1090,7 +1090,8 @@ def judge_calibrate(
         ".twistbench-cache/calibration or TWIST_CALIBRATION_DIR).")] = None,
 ) -> None:
     """Run a judge on decoy answers and report its rejection rate per decoy style (Wilson
-    intervals); exit 1 when any style is below the pass rate."""
+    intervals); exit 1 when any style is below the pass rate, had a judge error, or was not
+    judged at all (an incomplete calibration never passes)."""
     try:
         if sample is not None:
             _at_least(sample, 1, "--sample")
@@ -1117,6 +1118,9 @@ def judge_calibrate(
     console.print(table)
     for style, why in record["not_applicable"].items():
         console.print(f"  {style}: N/A — {plain(why)}", highlight=False)
+    for style in record.get("missing", []):
+        console.print(f"  {style}: not calibrated — no answer of this style was judged, so "
+                      "the calibration is incomplete and cannot pass", highlight=False)
     console.print(plain(describe_calibration(calibration_summary(record))), highlight=False)
     console.print(f"calibration -> {plain(path)}", highlight=False)
     if not record["passed"]:

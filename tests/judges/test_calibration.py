@@ -83,6 +83,15 @@ def test_a_chain_with_no_other_value_of_its_kind_gives_no_wrong_value():
     assert {d.style for d in decoys} == {"twist_current", "stale_as_current", "hedged"}
 
 
+class TrackCOnly:
+    """The structural judge's Track C rule without judge_qa: LoCoMo styles do not apply."""
+
+    name, version = "c-only", "1"
+
+    def classify(self, chain, query, answer):
+        return StructuralJudge().classify(chain, query, answer)
+
+
 def test_structural_judge_rejects_every_hand_built_decoy_and_accepts_the_controls():
     decoys, _ = twist_decoys(CHAINS)
     rec = calibrate(StructuralJudge(), [], decoys)
@@ -90,8 +99,16 @@ def test_structural_judge_rejects_every_hand_built_decoy_and_accepts_the_control
         assert rec["styles"][style]["rejection_rate"] == 1.0
     assert rec["styles"]["twist_current"]["acceptance_rate"] == 1.0
     assert rec["styles"]["stale_as_current"]["outcomes"] == {"stale": 3}
-    # the rate is what passes; how little 3 decoys say is in the interval beside it
-    assert rec["passed"] is True and rec["styles"]["hedged"]["interval"][0] < 0.5
+    # every TWIST rate is 1.0, but the structural judge also grades LoCoMo answers and was not
+    # calibrated on them: incomplete, so not passing
+    assert rec["missing"] == ["specific_but_wrong", "vague_but_topical", "locomo_gold"]
+    assert rec["passed"] is False and not rec["complete"] and rec["below"] == []
+    # the same rule without judge_qa covers every style it can be asked about: it passes; how
+    # little 3 decoys say is in the interval beside the rate
+    only_c = calibrate(TrackCOnly(), [], decoys)
+    assert only_c["required"] == ["plausible_wrong", "stale_as_current", "hedged",
+                                  "twist_current"]
+    assert only_c["passed"] is True and only_c["styles"]["hedged"]["interval"][0] < 0.5
 
 
 class Lenient:
@@ -125,20 +142,92 @@ def test_a_lenient_judge_fails_and_a_judge_rejecting_everything_fails_its_contro
     assert not lenient["passed"] and "specific_but_wrong" in lenient["failing"]
     strict = calibrate(Strict(), QA, decoys)
     assert strict["styles"]["specific_but_wrong"]["rejection_rate"] == 1.0
-    assert strict["failing"] == ["locomo_gold", "twist_current"] and not strict["passed"]
+    assert strict["below"] == ["locomo_gold", "twist_current"] and not strict["passed"]
+    assert strict["missing"] == ["vague_but_topical"]  # QA holds one LoCoMo style only
     assert "FAILS calibration" in describe_calibration(calibration_summary(strict))
 
 
 def test_a_judge_without_judge_qa_has_the_locomo_styles_not_applicable():
-    class TrackCOnly:
-        name, version = "c-only", "1"
-
-        def classify(self, chain, query, answer):
-            return StructuralJudge().classify(chain, query, answer)
-
     rec = calibrate(TrackCOnly(), QA, twist_decoys(CHAINS)[0])
     assert "specific_but_wrong" not in rec["styles"]
     assert "no judge_qa" in rec["not_applicable"]["specific_but_wrong"]
+    assert rec["missing"] == [] and rec["passed"] is True
+
+
+def test_a_style_no_chain_could_give_keeps_a_perfect_judge_from_passing():
+    # no chain has anything superseded: no stale or hedged decoys exist to judge
+    flat = [chain("e", "city", [("Denver", True), ("Boston", True)], family="coexisting"),
+            chain("f", "city", [("Austin", True), ("Tampa", True)], family="coexisting")]
+    rec = calibrate(TrackCOnly(), [], twist_decoys(flat)[0])
+    assert rec["styles"]["plausible_wrong"]["rejection_rate"] == 1.0
+    assert rec["missing"] == ["stale_as_current", "hedged"] and rec["failing"] == [
+        "hedged", "stale_as_current"]
+    assert not rec["passed"]
+    line = describe_calibration(calibration_summary(rec))
+    assert line.endswith("INCOMPLETE calibration, not passing (not calibrated on: "
+                         "stale_as_current, hedged)")
+    # no decoys at all is never a pass either
+    assert not calibrate(TrackCOnly(), [], [])["passed"]
+
+
+class ErrsOnce:
+    """The structural rule, but the judgement of one given answer fails (a JudgeError)."""
+
+    name, version = "errs-once", "1"
+
+    def __init__(self, failing_answer: str):
+        self.failing_answer = failing_answer
+
+    def classify(self, chain, query, answer):
+        from twistbench.judges.base import JudgeError
+
+        if answer.text == self.failing_answer:
+            raise JudgeError("malformed_json", "the judge's reply was not JSON")
+        return StructuralJudge().classify(chain, query, answer)
+
+
+def test_a_judge_error_on_any_decoy_keeps_it_from_passing_and_is_never_a_rejection():
+    decoys, _ = twist_decoys(CHAINS)
+    first_hedge = next(d.answer for d in decoys if d.style == "hedged")
+    rec = calibrate(ErrsOnce(first_hedge), [], decoys)
+    hedged = rec["styles"]["hedged"]
+    # the error is counted apart: the rate over the judged answers is still 1.0 (2 of 2)
+    assert (hedged["errors"], hedged["k"], hedged["n"]) == (1, 2, 2)
+    assert hedged["rejection_rate"] == 1.0 and hedged["passed"] is False
+    assert rec["errored"] == ["hedged"] and rec["below"] == [] and not rec["passed"]
+    line = describe_calibration(calibration_summary(rec))
+    assert "hedged 1.000 (n 2, 1 errors)" in line
+    assert line.endswith("INCOMPLETE calibration, not passing (judge errors on: hedged)")
+    # errors beside a rate below the threshold: the verdict says both
+    summary = calibration_summary(rec)
+    summary["styles"]["stale_as_current"]["rejection_rate"] = 0.5
+    assert calibration_summary(summary)["below"] == ["stale_as_current"]
+    assert describe_calibration(calibration_summary(summary)).endswith(
+        "FAILS calibration (< 0.95: stale_as_current; judge errors on: hedged)")
+
+
+def test_a_stored_record_cannot_claim_a_pass_its_styles_do_not_back(tmp_path):
+    rec = calibrate(TrackCOnly(), [], twist_decoys(CHAINS)[0])
+    assert rec["passed"]
+    # edited by hand (or written by an older harness): a style gone, the claim kept
+    forged = json.loads(json.dumps(rec))
+    del forged["styles"]["hedged"]
+    store_calibration(forged, tmp_path)
+    summary = calibration_summary(load_calibration(forged["judge"], tmp_path))
+    assert summary["passed"] is False and summary["missing"] == ["hedged"]
+    # a record from before `required` existed is held to every style it did not mark N/A
+    old = {k: v for k, v in rec.items() if k not in ("required", "missing", "errored")}
+    old_summary = calibration_summary(old)
+    assert old_summary["passed"] is False and old_summary["missing"] == [
+        "specific_but_wrong", "vague_but_topical", "locomo_gold"]
+    # an error count in a style marked passed: not a pass
+    errs = json.loads(json.dumps(rec))
+    errs["styles"]["plausible_wrong"]["errors"] = 1
+    assert calibration_summary(errs)["errored"] == ["plausible_wrong"]
+    assert not calibration_summary(errs)["passed"]
+    # a summary read again (as a report re-reads a manifest's) gives the same verdict
+    good = calibration_summary(rec)
+    assert good["passed"] and calibration_summary(good) == good
 
 
 @pytest.mark.parametrize("k,n", [(1272, 1540), (42, 42), (0, 7), (3, 4)])
@@ -157,7 +246,7 @@ def test_the_store_round_trips_by_identity(tmp_path):
     path = store_calibration(rec, tmp_path)
     assert path.parent == tmp_path and path.name.startswith("structural-nomodel-")
     assert load_calibration(rec["judge"], tmp_path) == rec
-    other = {**rec["judge"], "version": "2"}
+    other = {**rec["judge"], "version": rec["judge"]["version"] + ".1"}
     assert load_calibration(other, tmp_path) is None
     summary = calibration_summary(rec)
     assert set(summary["styles"]["specific_but_wrong"]) == {
@@ -197,6 +286,15 @@ def test_cli_calibrates_stores_and_exits_1_when_failing(tmp_path, llm_env):
     rec = json.loads(llm_doc.read_text())
     assert rec["judge"]["model"] == "scripted" and rec["sources"]["sample_per_style"] == 25
     assert all(e["n"] + e["errors"] <= 25 for e in rec["styles"].values())
+
+
+def test_cli_without_the_locomo_decoys_is_incomplete_and_exits_1(tmp_path):
+    res = CliRunner().invoke(app, ["judge", "calibrate", "--judge", "structural",
+                                   "--no-locomo-decoys", "-o", str(tmp_path)])
+    assert res.exit_code == 1, res.output
+    assert "specific_but_wrong: not calibrated" in res.output
+    assert ("not calibrated on: specific_but_wrong, vague_but_topical, locomo_gold"
+            in " ".join(res.output.split()))
 
 
 @pytest.mark.parametrize("args,where", [

@@ -182,7 +182,8 @@ def test_rescoring_reads_the_cache_without_a_call_and_offline(loopback, tmp_path
     for var in ("TWIST_LLM_BASE_URL", "OPENAI_BASE_URL", "TWIST_JUDGE_BASE_URL"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TWIST_LLM_CACHE", str(cache))
-    offline = judge_from_record({"name": "llm", "version": "1", "model": "scripted"})
+    offline = judge_from_record({"name": "llm", "version": LLMJudge.version,
+                                 "model": "scripted"})
     assert offline.client.config.offline
     before = loopback.hits
     third = QA_TRACK.score(ds, _records(), caps, judge=offline)

@@ -18,6 +18,13 @@ passes when every rate is at least PASS_RATE (0.95); below it on any style, it i
 failing calibration in every report that uses it. A judgement that fails (JudgeError) is
 counted apart and left out of the rate, never counted as a rejection.
 
+An incomplete calibration never passes: every style the judge can be asked about is required
+(the three TWIST styles and their control; the two LoCoMo styles and their control too for a
+judge with judge_qa), and a required style that was not judged (`--no-locomo-decoys`, chains
+with nothing superseded) or on which the judge erred even once keeps it from passing. A
+record's verdict is re-derived from its styles whenever it is read, so a stored file cannot
+claim more than its rates show.
+
 Results are stored as small JSON files per judge identity (name, version, model, prompts'
 sha256): `calibration_dir()` / <name>-<model>-<identity hash>.json; runs copy the result for
 their judge into the manifest, and reports print it beside every judged column.
@@ -149,8 +156,35 @@ def twist_decoys(chains: Sequence[UpdateChain]) -> tuple[list[ChainDecoy], dict[
 def _rate_entry(k: int, n: int, errors: int, rate_name: str) -> dict[str, Any]:
     lo, hi = wilson(k, n) if n else (None, None)
     value = k / n if n else None
+    # A style the judge erred on was not fully measured: the rate over the rest cannot pass it.
     return {rate_name: value, "k": k, "n": n, "interval": [lo, hi], "errors": errors,
-            "passed": value is not None and value >= PASS_RATE}
+            "passed": value is not None and value >= PASS_RATE and errors == 0}
+
+
+def required_styles(judge: Judge) -> list[str]:
+    """The styles a complete calibration of `judge` covers: the TWIST ones and their control,
+    and the LoCoMo ones and their control for a judge that grades LoCoMo answers."""
+    locomo = [*LOCOMO_STYLES, "locomo_gold"] if isinstance(judge, QAJudge) else []
+    return [*locomo, *TWIST_STYLES, "twist_current"]
+
+
+def _rate(entry: dict[str, Any]) -> float | None:
+    return entry.get("rejection_rate" if entry.get("kind") == "decoy" else "acceptance_rate")
+
+
+def verdict_of(styles: dict[str, dict[str, Any]], required: Sequence[str],
+               threshold: float = PASS_RATE) -> dict[str, Any]:
+    """Whether these per-style entries pass, and what stops them: `below` (a rate under the
+    threshold, or none), `errored` (a judge error on some answer), `missing` (a required style
+    never judged); `failing` is all three together."""
+    below = sorted(s for s, e in styles.items()
+                   if _rate(e) is None or _rate(e) < threshold)  # type: ignore[operator]
+    errored = sorted(s for s, e in styles.items() if e.get("errors"))
+    missing = [s for s in required if s not in styles]
+    failing = sorted({*below, *errored, *missing})
+    decoys = any(e.get("kind") == "decoy" for e in styles.values())
+    return {"passed": decoys and not failing, "complete": not missing and not errored,
+            "failing": failing, "below": below, "errored": errored, "missing": missing}
 
 
 def calibrate(judge: Judge, qa_decoys: Sequence[QADecoy], chain_decoys: Sequence[ChainDecoy],
@@ -179,8 +213,7 @@ def calibrate(judge: Judge, qa_decoys: Sequence[QADecoy], chain_decoys: Sequence
         for style in dict.fromkeys(d.style for d in chain_decoys):
             picked_c = [(d, v) for d, v in zip(chain_decoys, verdicts_c) if d.style == style]
             styles[style] = _chain_entry(picked_c)
-    decoy_styles = {s: e for s, e in styles.items() if e["kind"] == "decoy"}
-    failing = sorted(s for s, e in styles.items() if not e["passed"])
+    required = required_styles(judge)
     identity = judge_identity(judge)
     return {
         "format": FORMAT,
@@ -189,8 +222,8 @@ def calibrate(judge: Judge, qa_decoys: Sequence[QADecoy], chain_decoys: Sequence
         "threshold": PASS_RATE,
         "styles": styles,
         "not_applicable": na,
-        "passed": bool(decoy_styles) and not failing,
-        "failing": failing,
+        "required": required,
+        **verdict_of(styles, required),
         "sources": sources or {},
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
     }
@@ -264,25 +297,64 @@ def load_calibration(identity: dict[str, Any], folder: str | Path | None = None
     return record
 
 
+def _required_of(record: dict[str, Any]) -> list[str]:
+    """The styles a stored record had to cover; a record written before `required` existed
+    is held to every style but those it marked not applicable."""
+    required = record.get("required")
+    if isinstance(required, list):
+        return [str(s) for s in required]
+    na = record.get("not_applicable") or {}
+    return [s for s in (*LOCOMO_STYLES, "locomo_gold", *TWIST_STYLES, "twist_current")
+            if s not in na]
+
+
 def calibration_summary(record: dict[str, Any] | None) -> dict[str, Any] | None:
     """The part a manifest and a report carry: per style the rate, n, interval and passed;
-    overall passed and the failing styles."""
+    the verdict (passed, and the failing / below / errored / missing styles), re-derived from
+    the styles so that no record passes on a claim its rates do not back."""
     if record is None:
         return None
     styles = {}
-    for style, e in record.get("styles", {}).items():
+    threshold = record.get("threshold", PASS_RATE)
+    for style, e in (record.get("styles") or {}).items():
         rate_name = "rejection_rate" if e.get("kind") == "decoy" else "acceptance_rate"
-        styles[style] = {"kind": e.get("kind"), rate_name: e.get(rate_name), "n": e.get("n"),
-                         "interval": e.get("interval"), "errors": e.get("errors", 0),
-                         "passed": e.get("passed")}
-    return {"threshold": record.get("threshold", PASS_RATE), "passed": record.get("passed"),
-            "failing": record.get("failing", []), "styles": styles,
+        rate, errors = e.get(rate_name), e.get("errors", 0)
+        styles[style] = {"kind": e.get("kind"), rate_name: rate, "n": e.get("n"),
+                         "interval": e.get("interval"), "errors": errors,
+                         "passed": bool(e.get("passed")) and rate is not None
+                         and rate >= threshold and not errors}
+    required = _required_of(record)
+    verdict = verdict_of(styles, required, threshold)
+    verdict["passed"] = verdict["passed"] and bool(record.get("passed"))
+    # A summary is itself a valid input (a report re-derives the one a manifest recorded).
+    return {"threshold": threshold, **verdict, "required": required,
+            "not_applicable": dict(record.get("not_applicable") or {}), "styles": styles,
             "created": record.get("created"), "key": record.get("key")}
+
+
+def calibration_verdict(summary: dict[str, Any]) -> str:
+    """'passes calibration', or why not: 'FAILS calibration (< 0.95: hedged; judge errors on:
+    stale_as_current; not calibrated on: plausible_wrong)'; an incomplete calibration whose
+    rates all pass says 'INCOMPLETE calibration, not passing (...)'."""
+    if summary.get("passed"):
+        return "passes calibration"
+    threshold = summary.get("threshold", PASS_RATE)
+    below = summary.get("below")
+    if below is None:  # a summary from before the verdict was split: all failing were below
+        below = summary.get("failing") or []
+    errored, missing = summary.get("errored") or [], summary.get("missing") or []
+    why = [f"< {threshold:g}: {', '.join(below)}" if below else "",
+           f"judge errors on: {', '.join(errored)}" if errored else "",
+           f"not calibrated on: {', '.join(missing)}" if missing else ""]
+    reason = "; ".join(w for w in why if w) or "no decoys"
+    head = "INCOMPLETE calibration, not passing" if (errored or missing) and not below \
+        else "FAILS calibration"
+    return f"{head} ({reason})"
 
 
 def describe_calibration(summary: dict[str, Any] | None) -> str:
     """One line for a report: 'decoys rejected: specific_but_wrong 0.83 (n 1540), ...;
-    FAILS calibration (< 0.95)', or 'not calibrated (run `twist judge calibrate`)'."""
+    FAILS calibration (< 0.95: ...)', or 'not calibrated (run `twist judge calibrate`)'."""
     if not summary:
         return "not calibrated (run `twist judge calibrate`)"
     parts = []
@@ -290,8 +362,7 @@ def describe_calibration(summary: dict[str, Any] | None) -> str:
         if e.get("kind") != "decoy":
             continue
         rate = e.get("rejection_rate")
-        parts.append(f"{style} {'n/a' if rate is None else f'{rate:.3f}'} (n {e.get('n')})")
-    verdict = ("passes calibration" if summary.get("passed")
-               else f"FAILS calibration (< {summary.get('threshold', PASS_RATE):g}: "
-                    f"{', '.join(summary.get('failing') or []) or 'no decoys'})")
-    return f"decoys rejected: {'; '.join(parts) or 'none'} — {verdict}"
+        errors = f", {e['errors']} errors" if e.get("errors") else ""
+        parts.append(f"{style} {'n/a' if rate is None else f'{rate:.3f}'} "
+                     f"(n {e.get('n')}{errors})")
+    return f"decoys rejected: {'; '.join(parts) or 'none'} — {calibration_verdict(summary)}"

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.table import Table
 
-from twistbench.judges.calibration import describe_calibration
+from twistbench.judges.calibration import calibration_verdict, describe_calibration
 from twistbench.report.profile import COLUMNS, Cell, PairedMetric, Profile
 from twistbench.sanitize import plain
 from twistbench.stats import Metric
@@ -95,9 +95,7 @@ def judged_note(profile: Profile) -> str:
         rates = [e.get("rejection_rate") for e in cal["styles"].values()
                  if e.get("kind") == "decoy" and e.get("rejection_rate") is not None]
         low = f"decoys rejected >= {min(rates):.3f}, " if rates else ""
-        verdict = ("passes calibration" if cal.get("passed") else
-                   f"FAILS calibration ({', '.join(cal.get('failing') or []) or 'no decoys'})")
-        notes.append(f"judge {judge_name(judge)}: {low}{verdict}")
+        notes.append(f"judge {judge_name(judge)}: {low}{calibration_verdict(cal)}")
     return "; ".join(notes)
 
 
