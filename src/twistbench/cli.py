@@ -1106,12 +1106,14 @@ def judge_calibrate(
         _fail_input(exc)
     table = Table(title=f"decoy calibration of {plain(judge)} (pass: every rate >= "
                   f"{PASS_RATE:g})")
+    table.caption = "rate: the share of decoys rejected, of controls accepted"
+    # Names and counts are what a reader looks up: they never wrap (80 columns fit).
     for col in ("style", "kind", "rate", "k/n", "95% interval", "errors", "result"):
-        table.add_column(col)
+        table.add_column(col, no_wrap=col != "95% interval")
     for style, e in record["styles"].items():
         rate = e.get("rejection_rate", e.get("acceptance_rate"))
         lo, hi = e["interval"]
-        table.add_row(style, f"{e['kind']} ({'rejected' if e['kind'] == 'decoy' else 'accepted'})",
+        table.add_row(style, e["kind"],
                       "n/a" if rate is None else f"{rate:.3f}", f"{e['k']}/{e['n']}",
                       "" if lo is None else f"[{lo:.3f}, {hi:.3f}]", str(e["errors"]),
                       "[green]pass[/]" if e["passed"] else "[bold red]FAIL[/]")
