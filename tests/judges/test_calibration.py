@@ -74,6 +74,22 @@ def test_twist_decoys_per_chain_share_a_frame_and_differ_only_in_value():
     hedge = by[("b", "hedged")].answer
     assert "US Eastern time" in hedge and "CET" in hedge
     assert by[("d", "twist_current")].answer.count(" and ") == 1  # both current values
+    # as many wrong values as the control has right ones: the count is no shortcut
+    assert by[("d", "plausible_wrong")].answer in (
+        f.format(v=v)[0].upper() + f.format(v=v)[1:] for f in ASSERT_FRAMES
+        for v in ("Chicago and Austin", "Austin and Chicago"))
+    for cid in "abcd":
+        assert (by[(cid, "plausible_wrong")].answer.count(" and ")
+                == by[(cid, "twist_current")].answer.count(" and "))
+
+
+def test_a_coexisting_chain_with_one_other_value_of_its_kind_gives_no_wrong_value():
+    pair = chain("p", "city", [("Denver", True), ("Boston", True)], family="coexisting")
+    other = chain("q", "city", [("Chicago", False), ("Boston", True)])
+    decoys, skipped = twist_decoys([pair, other])
+    # only Chicago is wrong for the pair: one value cannot stand in for two
+    assert skipped["no_wrong_value"] == 1
+    assert ("p", "plausible_wrong") not in {(d.chain.id, d.style) for d in decoys}
 
 
 def test_a_chain_with_no_other_value_of_its_kind_gives_no_wrong_value():

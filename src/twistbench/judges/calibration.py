@@ -5,7 +5,8 @@ A judge is run on answers that are wrong by construction and must reject them:
   (datasets/decoys.py): `specific_but_wrong` (a confident wrong value) and
   `vague_but_topical` (on topic, no fact);
 - TWIST (classify, on a Track C chain's current query), built here from the chains:
-  `plausible_wrong` (a value of the same kind taken from another chain, confidently stated),
+  `plausible_wrong` (values of the same kind taken from other chains, as many as the chain
+  holds now, confidently stated),
   `stale_as_current` (the superseded value stated as what holds now) and `hedged` (the
   superseded and the current value, neither committed to). A Track C answer is accepted when
   the judge calls it current (outcome "current" or "history"), as Track C counts it.
@@ -134,9 +135,14 @@ def twist_decoys(chains: Sequence[UpdateChain]) -> tuple[list[ChainDecoy], dict[
         current = " and ".join(s.value for s in ch.current_states)
         out.append(ChainDecoy("twist_current", ch, query, _sentence(frame, v=current), False))
         wrong = [v for v in by_kind[subject_kind(ch)] if not _overlaps(v, ch)]
-        if wrong:
-            value = wrong[_pick(ch.id + "|wrong", len(wrong))]
-            out.append(ChainDecoy("plausible_wrong", ch, query, _sentence(frame, v=value)))
+        # As many wrong values as the chain holds now (two for a coexisting chain), so that
+        # the number of values never tells the decoy from the control.
+        count = len(ch.current_states)
+        if len(wrong) >= count:
+            start = _pick(ch.id + "|wrong", len(wrong))
+            values = [wrong[(start + i) % len(wrong)] for i in range(count)]
+            out.append(ChainDecoy("plausible_wrong", ch, query,
+                                  _sentence(frame, v=" and ".join(values))))
         else:
             skipped["no_wrong_value"] += 1
         if not ch.superseded_states:
