@@ -241,6 +241,12 @@ def test_a_stored_record_cannot_claim_a_pass_its_styles_do_not_back(tmp_path):
     errs["styles"]["plausible_wrong"]["errors"] = 1
     assert calibration_summary(errs)["errored"] == ["plausible_wrong"]
     assert not calibration_summary(errs)["passed"]
+    # a record cannot lower the bar it is held to
+    lowered = json.loads(json.dumps(rec))
+    lowered["threshold"] = 0.2
+    lowered["styles"]["hedged"]["rejection_rate"] = 0.5
+    assert calibration_summary(lowered)["below"] == ["hedged"]
+    assert calibration_summary(lowered)["threshold"] == 0.95
     # a summary read again (as a report re-reads a manifest's) gives the same verdict
     good = calibration_summary(rec)
     assert good["passed"] and calibration_summary(good) == good

@@ -184,7 +184,7 @@ def verdict_of(styles: dict[str, dict[str, Any]], required: Sequence[str],
     threshold, or none), `errored` (a judge error on some answer), `missing` (a required style
     never judged); `failing` is all three together."""
     below = sorted(s for s, e in styles.items()
-                   if _rate(e) is None or _rate(e) < threshold)  # type: ignore[operator]
+                   if (rate := _rate(e)) is None or rate < threshold)
     errored = sorted(s for s, e in styles.items() if e.get("errors"))
     missing = [s for s in required if s not in styles]
     failing = sorted({*below, *errored, *missing})
@@ -321,7 +321,7 @@ def calibration_summary(record: dict[str, Any] | None) -> dict[str, Any] | None:
     if record is None:
         return None
     styles = {}
-    threshold = record.get("threshold", PASS_RATE)
+    threshold = PASS_RATE  # the bar is the harness's, never the one a file says
     for style, e in (record.get("styles") or {}).items():
         rate_name = "rejection_rate" if e.get("kind") == "decoy" else "acceptance_rate"
         rate, errors = e.get(rate_name), e.get("errors", 0)
