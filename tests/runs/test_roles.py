@@ -106,14 +106,14 @@ def test_judge_calibration_goes_into_the_manifest_and_beside_the_judged_column(
     assert "calibration" not in manifest["config"]["judge"]  # not fingerprinted
     report = report_runs([tmp_path / "after"])
     head = report.markdown.splitlines()[2]
-    assert (f"C: current / stale (judge {judge}: decoys rejected >= 1.000, INCOMPLETE "
+    assert (f"C: current ↑ / stale ↓ (judge {judge}: decoys rejected >= 1.000, INCOMPLETE "
             "calibration, not passing (not calibrated on: specific_but_wrong, "
             "vague_but_topical, locomo_gold, plausible_wrong)") in head
-    assert (f"Judge {judge} — decoys rejected: hedged 1.000 (n 2); stale_as_current "
+    assert (f"Judge of C: {judge} — decoys rejected: hedged 1.000 (n 2); stale_as_current "
             "1.000 (n 2) — INCOMPLETE calibration") in report.markdown
     assert "passes calibration" not in report.markdown
-    # the scores carry the same structure for the report's JSON
-    row = report.data["profiles"][0]["rows"][0]["scores"]
+    # the row's judge carries the same structure into the report's JSON
+    row = report.data["profiles"][0]["rows"][0]
     assert row["judge"]["calibration"]["passed"] is False
     # a run from before the calibration finds it in the store when re-scored
     assert "decoys rejected >= 1.000" in report_runs([tmp_path / "before"]).markdown

@@ -167,6 +167,7 @@ def run_system(
     judge: Judge | None = None,
     on_item: Callable[[ItemRecord], None] | None = None,
     dataset_source: dict[str, Any] | None = None,
+    label: str | None = None,
     factory: SystemFactory | None = None,
     answerer: Answerer | None = None,
 ) -> RunOutcome:
@@ -177,7 +178,9 @@ def run_system(
     settings.workers > 1 unless the system is thread_safe). judge: the judge of free-text
     answers (judges/; default the structural judge); answerer: what answers a recall that
     returns memories (answerers/; default the offline extractive one). The identity of both
-    goes into the manifest and the fingerprint. The folder is locked for the whole run
+    goes into the manifest and the fingerprint. label: what reports call this run (a
+    configuration of the system); recorded in the manifest, outside the fingerprint. The
+    folder is locked for the whole run
     (runs/lock.py)."""
     settings = settings or RunSettings()
     if settings.retry_errors and settings.force_new:
@@ -195,7 +198,7 @@ def run_system(
             outcome = _run_locked(dataset, guards, folder, spec=spec, options=options,
                                   gold_channel=gold_channel, settings=settings, tracks=tracks,
                                   judge=judge, on_item=on_item, dataset_source=dataset_source,
-                                  answerer=answerer)
+                                  label=label, answerer=answerer)
         finally:
             for guarded in guards:
                 guarded.close()
@@ -208,7 +211,8 @@ def _run_locked(dataset: Dataset, guards: list[GuardedSystem], folder: RunFolder
                 spec: str | None, options: dict[str, Any] | None, gold_channel: bool,
                 settings: RunSettings, tracks: Mapping[str, Track], judge: Judge,
                 on_item: Callable[[ItemRecord], None] | None,
-                dataset_source: dict[str, Any] | None, answerer: Answerer) -> RunOutcome:
+                dataset_source: dict[str, Any] | None, label: str | None,
+                answerer: Answerer) -> RunOutcome:
     guarded = guards[0]
     name = guarded.name
     caps = guarded.capabilities
@@ -233,6 +237,8 @@ def _run_locked(dataset: Dataset, guards: list[GuardedSystem], folder: RunFolder
         manifest["retried_errors"] = drop_errors(folder.items_path)
     done = finished_items(folder, config, manifest["fingerprint"], settings.force_new)
     manifest["resumed_from_items"] = len(done)
+    if label:
+        manifest["system"]["label"] = label
     folder.write_manifest(manifest)
 
     work = _work(dataset, caps, settings, tracks, plan, judge)
@@ -284,7 +290,7 @@ def _run_locked(dataset: Dataset, guards: list[GuardedSystem], folder: RunFolder
         manifest["llm_usage"] = usage_since(llm_mark)  # this invocation's calls, per client
         manifest["system"]["diagnostics"] = _diagnostics(guards)
         folder.write_manifest(manifest)
-    return RunOutcome(folder=folder.path, system=name, items=len(records), new_items=new,
+    return RunOutcome(folder=folder.path, system=label or name, items=len(records), new_items=new,
                       skipped=skipped, errors=sum(by_track.values()), errors_by_track=by_track,
                       tracks=plan)
 

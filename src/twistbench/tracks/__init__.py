@@ -45,11 +45,9 @@ class RunScores(BaseModel):
     tracks: dict[str, TrackResult] = Field(default_factory=dict)
     records: int = 0
     ingest_errors: int = 0
-    # Who judged and who answered (set from the run's manifest by report/runs.py): the judge's
-    # identity with its decoy calibration {threshold, passed, failing, styles: {style: {rate,
-    # n, interval, passed}}} (judges/calibration.py), and the answerer's identity with how many
-    # recalls it answered from the system's memories.
-    judge: dict[str, Any] | None = None
+    # Who answered (set from the run's manifest by report/runs.py): the answerer's identity
+    # with how many recalls it answered from the system's memories. Who judged, with the
+    # judge's decoy calibration, is the profile row's JudgeInfo (report/profile.py).
     answerer: dict[str, Any] | None = None
 
     def track(self, key: str) -> TrackResult:
