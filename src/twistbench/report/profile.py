@@ -224,8 +224,9 @@ def group_by_key(entries: list[ProfileEntry]) -> list[Profile]:
 
 def answerer_lines(profile: Profile) -> list[str]:
     """Each row's answerer (RunScores.answerer, read from the run) and how many recall answers
-    it wrote from the system's memories."""
+    it wrote from the system's memories; the rows it wrote none for, on one line."""
     lines = []
+    unused: dict[str, list[str]] = {}  # answerer -> the systems that answered every recall
     for row in profile.rows:
         a = row.scores.answerer
         if not a:
@@ -236,8 +237,10 @@ def answerer_lines(profile: Profile) -> list[str]:
             lines.append(f"answerer {who}: wrote {a['answered']} of {a.get('recalls', 0)} "
                          f"recall answers from the memories of {row.system}")
         else:
-            lines.append(f"answerer {who}: not used by {row.system} (it answers every recall "
-                         "itself)")
+            unused.setdefault(who, []).append(row.system)
+    for who, systems in unused.items():
+        lines.append(f"answerer {who}: not used by {', '.join(systems)} (each answers "
+                     "every recall itself)")
     return lines
 
 
