@@ -40,3 +40,30 @@ def locomo_path() -> Path:
 @pytest.fixture
 def twist_b_path() -> Path:
     return shared_file("twist-b", "track_b_v1.0_test.jsonl")
+
+
+@pytest.fixture
+def loopback():
+    """An OpenAI-compatible loopback server (scripted replies, injected faults)."""
+    from twistbench.llm.loopback import LoopbackServer
+
+    with LoopbackServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def llm_env(monkeypatch, loopback, tmp_path):
+    """The TWIST_LLM_* environment pointing at the loopback server, with a cache in tmp_path
+    and no role overrides; shared clients made under it are closed afterwards."""
+    from twistbench.llm import close_shared_clients
+
+    for var in list(os.environ):
+        if var.startswith(("TWIST_LLM_", "TWIST_ANSWERER_", "TWIST_JUDGE_", "TWIST_SYSTEM_",
+                           "TWIST_RATER_", "OPENAI_")):
+            monkeypatch.delenv(var)
+    monkeypatch.setenv("TWIST_LLM_BASE_URL", loopback.base_url)
+    monkeypatch.setenv("TWIST_LLM_MODEL", "scripted")
+    monkeypatch.setenv("TWIST_LLM_CACHE", str(tmp_path / "llm-cache.sqlite3"))
+    monkeypatch.setenv("TWIST_CALIBRATION_DIR", str(tmp_path / "calibration"))
+    yield loopback
+    close_shared_clients()

@@ -164,3 +164,39 @@ class ProcessProbe(KeywordToy):
         if query == "pid":
             return Answer(text=str(os.getpid()))
         return super().recall(query)
+
+
+class MemoryToy(BaseSystem):
+    """A memory layer: recall returns the stored turns sharing a word with the query, as
+    memories (ids m<n>, their turn as source, a score); `shape` picks the form it returns:
+    "model" (Memories), "dict" ({"memories": [...]}) or "list" (a bare list)."""
+
+    name = "memory-toy"
+    capabilities = Capabilities(recall=True)
+
+    def __init__(self, shape: str = "model"):
+        self.shape = shape
+        self.events: list[Event] = []
+
+    def config(self) -> dict:
+        return {"shape": self.shape}
+
+    def reset(self, conversation_id: str) -> None:
+        self.events = []
+
+    def ingest(self, events: Sequence[Event]) -> IngestResult:
+        self.events.extend(events)
+        return IngestResult()
+
+    def recall(self, query: str):
+        from twistbench.model import Memories, Memory
+
+        asked = {w.strip("?.,").lower() for w in query.split() if len(w) > 3}
+        hits = [e for e in self.events if asked & {w.strip(".,").lower() for w in e.text.split()}]
+        mems = [Memory(id=f"m{i}", text=e.text, sources=[e.id], score=1.0 / (i + 1),
+                       timestamp=e.timestamp) for i, e in enumerate(hits[:5])]
+        if self.shape == "dict":
+            return {"memories": [m.model_dump() for m in mems]}
+        if self.shape == "list":
+            return [m.model_dump() for m in mems]
+        return Memories(memories=mems)

@@ -37,8 +37,10 @@ from twistbench.annotate.agreement import (
 from twistbench.annotate.answers import load_manifest, read_answers
 from twistbench.annotate.excerpts import Settings as ExcerptSettings
 from twistbench.annotate.packet import export_packets
-from twistbench.audit.contested import semantic_audit_files
+from twistbench.answerers import DEFAULT_ANSWERER, make_answerer
+from twistbench.audit.contested import read_cases, semantic_audit_files
 from twistbench.audit.core import audit
+from twistbench.audit.llm_raters import rate_cases, rater_client, write_label_csv
 from twistbench.audit.native import native_matrix
 from twistbench.audit.report import render_audit_markdown
 from twistbench.audit.tracing import write_traces
@@ -64,6 +66,8 @@ from twistbench.datasets.versions import (
 )
 from twistbench.errors import InputError
 from twistbench.judges import DEFAULT_JUDGE, make_judge
+from twistbench.judges.calibration import PASS_RATE, calibration_summary, describe_calibration
+from twistbench.llm import is_configured
 from twistbench.model import dump_json_schemas
 from twistbench.report.compare import compare_folders, render_comparison
 from twistbench.report.html import render_html
@@ -92,6 +96,7 @@ from twistbench.systems import (
     REGISTRY as SYSTEM_REGISTRY,
 )
 from twistbench.tracks import TRACKS
+from twistbench.validation.judge_calibration import run_calibration
 from twistbench.validation.separability import render_validation_markdown, validate_dataset
 from twistbench.wire.openapi import openapi_json
 
@@ -126,6 +131,9 @@ app.add_typer(annotate_app, name="annotate")
 errata_app = typer.Typer(add_completion=False, help="Accepted disputes of a key version, and "
                          "the next version with them folded in.")
 app.add_typer(errata_app, name="errata")
+judge_app = typer.Typer(add_completion=False, help="Judges of free-text answers: decoy "
+                        "calibration (whitepaper §6.2).")
+app.add_typer(judge_app, name="judge")
 console = Console(soft_wrap=True)  # Markdown tables printed as-is, never re-wrapped
 # soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
 err = Console(stderr=True, soft_wrap=True)
@@ -364,8 +372,20 @@ def run(
                                       "stochastic parts.")] = 1337,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
     judge: Annotated[str, typer.Option(
-        "--judge", help="Judge of free-text answers (Track C): a registered name (structural), "
-        "an installed plugin, or module:Class.")] = DEFAULT_JUDGE,
+        "--judge", help="Judge of free-text answers (Track C, LoCoMo J): structural (no model) "
+        "or llm (the JUDGE role's endpoint), an installed plugin, or module:Class.")
+    ] = DEFAULT_JUDGE,
+    answerer: Annotated[str, typer.Option(
+        "--answerer", help="What answers a recall that returns memories: extractive (offline, "
+        "no model) or llm (the ANSWERER role's endpoint), a plugin, or module:Class.")
+    ] = DEFAULT_ANSWERER,
+    workers: Annotated[int, typer.Option(
+        "--workers", help="Conversations driven at once, each worker with its own instance "
+        "of the system (one shared instance if the system is thread_safe).")] = 1,
+    retry_errors: Annotated[bool, typer.Option(
+        "--retry-errors", help="In an existing run folder, ask only the items that errored "
+        "again (their conversations are replayed; finished items are not re-asked).")
+    ] = False,
     isolate: Annotated[str, typer.Option(
         help="Where the system runs: 'thread' (this process; a timed-out call is abandoned "
         "and the system rebuilt) or 'process' (a child process, killed on timeout).")] = "thread",
@@ -387,17 +407,20 @@ def run(
         if isolate not in ("thread", "process"):
             raise InputError("--isolate", f"unknown isolation {isolate!r}", field="isolate",
                              expected="thread or process")
+        _at_least(workers, 1, "--workers")
         systems = system or list(DEFAULT_SYSTEMS)
         labels = _labels(label, systems)
         per = parse_options(option, systems)
         _use_options(per)
         judge_obj = make_judge(judge)
+        answerer_obj = make_answerer(answerer)
         ds, source = _dataset(dataset, locomo, errata, include_crisis, data, granularity, tier)
         out = _output_dir(out, "--out")
         settings = RunSettings(tracks=track, timeout_s=timeout, ingest_timeout_s=ingest_timeout,
                                seed=seed, force_new=force_new, conversations=conversation,
                                progress=progress, isolate=isolate,
-                               max_output_bytes=max_output_bytes)
+                               max_output_bytes=max_output_bytes, workers=workers,
+                               retry_errors=retry_errors)
         used: dict[Path, str] = {}
         for spec, name in zip(systems, labels):
             # A picklable factory: rebuilds the system after a timeout, or in the child process.
@@ -420,7 +443,8 @@ def run(
             used[folder] = spec
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
                                  gold_channel=gold, settings=settings, judge=judge_obj,
-                                 dataset_source=source, factory=factory, label=name)
+                                 dataset_source=source, factory=factory, label=name,
+                                 answerer=answerer_obj)
             record_run_order(out, folder)
             for line in outcome.notes:
                 err.print(f"note: {plain(line)}", highlight=False)
@@ -613,8 +637,14 @@ def list_(
         elif sec == "systems":
             table.add_column("name")
             table.add_column("description")
+            llm_ready = is_configured(role="system")
             for s in available_systems().values():
-                table.add_row(s.name, s.description)
+                note = ""
+                if s.needs_llm:
+                    note = (" (LLM endpoint: configured)" if llm_ready else
+                            " (N/A: needs an LLM endpoint, TWIST_LLM_BASE_URL and "
+                            "TWIST_LLM_MODEL)")
+                table.add_row(s.name, s.description + note)
         elif sec == "tracks":
             table.add_column("key")
             table.add_column("title")
@@ -1052,15 +1082,37 @@ def audit_native(
 @audit_app.command("labels")
 def audit_labels(
     cases: Annotated[Path, typer.Argument(help="contested_cases.jsonl written by `twist audit`.")],
-    labels: Annotated[list[Path], typer.Argument(help="Rater CSVs (case_id, rater, label).")],
+    labels: Annotated[list[Path] | None, typer.Argument(
+        help="Rater CSVs (case_id, rater, label).")] = None,
     out: Annotated[Path | None, typer.Option(
         "--out", "-o", help="Write the result as JSON.")] = None,
+    llm: Annotated[bool, typer.Option(
+        "--llm", help="Add LLM raters (the RATER role's endpoint; tiap_audit prompt): one per "
+        "--llm-model, default the configured model. Their labels are written as CSV beside "
+        "the cases.")] = False,
+    llm_model: Annotated[list[str] | None, typer.Option(
+        help="A model to rate with (repeatable; each is one rater).")] = None,
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
+    extra = []
     try:
         if out is not None:
             _output_file(out, "--out")
-        res = semantic_audit_files(cases, labels, out)
+        if not labels and not llm:
+            raise InputError("twist audit labels", "no labels to read",
+                             expected="rater CSV files, or --llm")
+        if llm:
+            contested = read_cases(cases)
+            for model in llm_model or [None]:
+                rated = rate_cases(contested, rater_client(model))
+                path = write_label_csv(cases.parent / f"labels_llm_{run_folder_name(rated.model)}"
+                                       ".csv", rated.labels)
+                extra.extend(rated.labels)
+                err.print(plain(f"{rated.rater}: {len(rated.labels)} of {len(contested)} "
+                                f"cases labelled, errors {rated.errors or 'none'} (prompt "
+                                f"tiap_audit {rated.prompt_sha256[:12]}) -> {path}"),
+                          highlight=False)
+        res = semantic_audit_files(cases, labels or [], out, extra_labels=extra)
     except InputError as exc:
         _fail_input(exc)
     console.print(json.dumps(_as_jsonable(res), indent=2), markup=False, highlight=False)
@@ -1242,6 +1294,65 @@ def errata_apply(
     console.print(f"{rel.version} -> {rel.path} (sha256 {rel.sha256}): errata {rel.errata} "
                   f"folded in ({len(rel.report.dropped)} dropped, "
                   f"{len(rel.report.relabelled)} relabelled)", highlight=False)
+
+
+@judge_app.command("calibrate")
+def judge_calibrate(
+    judge: Annotated[str, typer.Option("--judge", help="The judge to calibrate (structural, "
+                                       "llm, a plugin, or module:Class).")] = DEFAULT_JUDGE,
+    model: Annotated[str | None, typer.Option(help="For an LLM judge: the model (default: "
+                                              "TWIST_JUDGE_MODEL or TWIST_LLM_MODEL).")] = None,
+    dataset: Annotated[list[str] | None, typer.Option(
+        "--dataset", "-d", help="Datasets whose Track C chains give the TWIST decoys "
+        "(repeatable). Default: twist-cs-1.0.")] = None,
+    locomo: LocomoOpt = None,
+    locomo_decoys: Annotated[bool, typer.Option(
+        help="Include the LoCoMo audit's two decoy files (shared data).")] = True,
+    sample: Annotated[int | None, typer.Option(
+        help="At most N decoys per style (a fixed sample by id hash), for a costly judge.")
+    ] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Folder for the calibration JSON (default: the calibration store, "
+        ".twistbench-cache/calibration or TWIST_CALIBRATION_DIR).")] = None,
+) -> None:
+    """Run a judge on decoy answers and report its rejection rate per decoy style (Wilson
+    intervals); exit 1 when any style is below the pass rate, had a judge error, or was not
+    judged at all (an incomplete calibration never passes)."""
+    try:
+        if sample is not None:
+            _at_least(sample, 1, "--sample")
+        if out is not None:
+            out = _output_dir(out, "--out")
+        judge_obj = make_judge(judge, model=model) if model else make_judge(judge)
+        datasets = [_dataset(name, locomo, None, False)[0]
+                    for name in (dataset or [DEFAULT_DATASET])]
+        record, path = run_calibration(judge_obj, datasets, locomo_decoys=locomo_decoys,
+                                       sample=sample, out=out)
+    except InputError as exc:
+        _fail_input(exc)
+    table = Table(title=f"decoy calibration of {plain(judge)} (pass: every rate >= "
+                  f"{PASS_RATE:g})")
+    table.caption = "rate: the share of decoys rejected, of controls accepted"
+    # Names and counts are what a reader looks up: they never wrap (80 columns fit).
+    for col in ("style", "kind", "rate", "k/n", "95% interval", "errors", "result"):
+        table.add_column(col, no_wrap=col != "95% interval")
+    for style, e in record["styles"].items():
+        rate = e.get("rejection_rate", e.get("acceptance_rate"))
+        lo, hi = e["interval"]
+        table.add_row(style, e["kind"],
+                      "n/a" if rate is None else f"{rate:.3f}", f"{e['k']}/{e['n']}",
+                      "" if lo is None else f"[{lo:.3f}, {hi:.3f}]", str(e["errors"]),
+                      "[green]pass[/]" if e["passed"] else "[bold red]FAIL[/]")
+    console.print(table)
+    for style, why in record["not_applicable"].items():
+        console.print(f"  {style}: N/A — {plain(why)}", highlight=False)
+    for style in record.get("missing", []):
+        console.print(f"  {style}: not calibrated — no answer of this style was judged, so "
+                      "the calibration is incomplete and cannot pass", highlight=False)
+    console.print(plain(describe_calibration(calibration_summary(record))), highlight=False)
+    console.print(f"calibration -> {plain(path)}", highlight=False)
+    if not record["passed"]:
+        raise typer.Exit(1)
 
 
 @app.command()

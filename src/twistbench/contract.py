@@ -5,6 +5,16 @@ makes the tracks that need it N/A in every report, never zero. Calls may return 
 models or plain dicts of the same shape; the harness validates every output, and an output that
 fails validation is an error for that item, never a score.
 
+`recall` may answer (an Answer) or retrieve (Memories: ids, texts, source turn ids, scores), as
+memory layers such as Mem0 or Zep do; the harness then answers with the run's answerer
+(`twist run --answerer`, answerers/) and records which one did.
+
+Throughput: `twist run --workers N` drives conversations in parallel, each worker with its own
+instance of the system, unless the class sets `thread_safe = True`: one instance then serves
+every worker, its calls for different conversations overlap, and each worker's calls come from
+a thread of its own, so per-conversation state must be kept per thread (or per conversation id
+given to reset) by the system.
+
 This module imports only model.py.
 """
 
@@ -20,6 +30,7 @@ from twistbench.model import (
     Event,
     IngestResult,
     LineageRecord,
+    Memories,
     ScoredMemory,
     Tension,
     Verdict,
@@ -69,8 +80,9 @@ class MemorySystem(Protocol):
     def flag_tensions(self) -> list[Tension] | list[dict[str, Any]]:
         """Batch mode: every tension in the conversation ingested so far, in one generic call."""
 
-    def recall(self, query: str) -> Answer | dict[str, Any]:
-        """Answer a question from memory, citing the turn ids used."""
+    def recall(self, query: str) -> Answer | Memories | dict[str, Any]:
+        """Answer a question from memory, citing the turn ids used; or return the retrieved
+        Memories for the harness's answerer to answer from."""
 
     def check_alignment(self, draft: str) -> Verdict | dict[str, Any]:
         """Would sending `draft` contradict the record? Cite the contradicted turns."""
@@ -99,6 +111,7 @@ class BaseSystem:
 
     name = "base"
     capabilities = Capabilities()
+    thread_safe = False  # True: one instance may serve several conversations at once (module doc)
 
     def reset(self, conversation_id: str) -> None:
         self.conversation_id = conversation_id
@@ -109,7 +122,7 @@ class BaseSystem:
     def flag_tensions(self) -> list[Tension]:
         raise NotImplementedError(f"{self.name} declines flag_tensions")
 
-    def recall(self, query: str) -> Answer:
+    def recall(self, query: str) -> Answer | Memories:
         raise NotImplementedError(f"{self.name} declines recall")
 
     def check_alignment(self, draft: str) -> Verdict:

@@ -249,6 +249,18 @@ class QAItem(_Item):
     )
 
 
+class QADecoy(_Record):
+    """A deliberately wrong answer to a LoCoMo question and the gold it is judged against: a
+    judge that accepts it is lenient (judge calibration, whitepaper §6.2)."""
+
+    id: str = Field(min_length=1, description="the question's id, e.g. locomo_0_qa3")
+    style: str = Field(min_length=1, description="e.g. specific_but_wrong, vague_but_topical")
+    question: str
+    gold: str
+    answer: str = Field(description="the decoy answer")
+    category: int = Field(ge=1, le=4)
+
+
 class Dataset(_Record):
     """An assembled item set: conversations plus gold for every track it covers."""
 
@@ -355,9 +367,32 @@ class Verdict(_Output):
     conflicts: list[Conflict] = Field(default_factory=list)
 
 
+class Memory(_Output):
+    """One memory a system retrieved for a question: its id in the system's store, its text,
+    the turn ids it derives from, and the system's score for it. `timestamp`, when the system
+    knows it, is when the memory's content was said; answerers show it as the memory's date."""
+
+    id: str = Field(min_length=1)
+    text: str
+    sources: list[str] = Field(default_factory=list, description="source turn ids")
+    score: float | None = None
+    timestamp: datetime | None = None
+
+
+class Memories(_Output):
+    """What a memory layer returns from recall when it retrieves rather than answers: the
+    harness turns it into an Answer with the run's answerer (answerers/)."""
+
+    memories: list[Memory]
+
+
 class Answer(_Output):
     text: str
     evidence: list[str] = Field(default_factory=list)
+    # Set by the harness when the system returned Memories: what it retrieved, and which
+    # answerer wrote `text` (the answerer's identity is in the run's manifest).
+    retrieved: list[Memory] | None = None
+    answered_by: str | None = None
 
 
 class Referral(_Output):
@@ -453,7 +488,7 @@ def json_schemas() -> dict[str, dict[str, Any]]:
     models: list[type[BaseModel]] = [
         Event, Conversation, ReversalArc, HardNegativeArc, Draft, UpdateChain, PIIPlant,
         CrisisPlant, EmotionalHardNegative, QAItem, Dataset, Tension, Verdict, Answer,
-        IngestResult, ScoredMemory, LineageRecord,
+        Memory, Memories, IngestResult, ScoredMemory, LineageRecord,
     ]
     return {m.__name__: m.model_json_schema() for m in models}
 

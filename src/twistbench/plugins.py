@@ -85,3 +85,21 @@ def resolve(spec: str, *, table: Mapping[str, str], group: str, flag: str, what:
     raise InputError(flag, f"unknown {what} {spec!r}", field=flag.lstrip("-"),
                      expected=f"one of {', '.join(names)} or 'package.module:Class' or "
                      "'path/to/file.py:Class'")
+
+
+def build(spec: str, cls: Any, options: Mapping[str, Any], *, flag: str, what: str,
+          protocol: type, shape: str) -> Any:
+    """An instance of the resolved class `cls` built with `options`, checked against the
+    runtime-checkable `protocol`. InputError (one line) when the constructor raises or the
+    object is not a `what`; an InputError the constructor raises itself passes through (it
+    already says what to fix, e.g. which variables configure an endpoint)."""
+    try:
+        obj = cls(**options)
+    except InputError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a plugin that cannot be built is the user's input
+        raise InputError(flag, f"{what} {spec} cannot be built: {exc}", field=what,
+                         expected=f"a {what} class constructible with these options") from exc
+    if not isinstance(obj, protocol):
+        raise InputError(flag, f"{spec} is not a {what}", field=what, expected=shape)
+    return obj

@@ -339,25 +339,22 @@ def test_wrong_key_name_and_bad_payload_are_refused(tmp_path):
         load_cs_dataset(p)
 
 
-def _mock_endpoint(rewrite):
-    import httpx
+def _endpoint(rewrite):
+    """A loopback OpenAI-compatible server whose reply is rewrite(user text)."""
+    from twistbench.llm.loopback import LoopbackServer, Reply, last_user_message
 
-    calls = []
+    return LoopbackServer(lambda body: Reply(rewrite(last_user_message(body))))
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        body = json.loads(request.content)
-        calls.append(body)
-        text = body["messages"][-1]["content"]
-        return httpx.Response(200, json={"choices": [{"message": {"content": rewrite(text)}}]})
 
-    return httpx.MockTransport(handler), calls
+def _calls(server) -> list[dict]:
+    return [r.body for r in server.requests if r.path.endswith("/chat/completions")]
 
 
 def test_paraphrase_rewrites_track_a_turns_through_the_cache(tmp_path, ds):
-    transport, calls = _mock_endpoint(lambda t: "In other words: " + t)
-    cfg = ParaphraseConfig(base_url="http://llm.test/v1", model="m", cache_dir=tmp_path,
-                              transport=transport)
-    para, _ = cs.build_cs(paraphrase=cfg)
+    with _endpoint(lambda t: "In other words: " + t) as server:
+        cfg = ParaphraseConfig(base_url=server.base_url, model="m", cache_dir=tmp_path)
+        para, _ = cs.build_cs(paraphrase=cfg)
+        calls = _calls(server)
     assert para.version == "twist-cs-1.0+paraphrase"
     n_turns = sum(1 + len(a.drift) + len(a.reversal) for a in para.reversal_arcs)
     n_turns += sum(len(a.anchor) + len(a.turns) for a in para.hard_negative_arcs)
@@ -366,24 +363,47 @@ def test_paraphrase_rewrites_track_a_turns_through_the_cache(tmp_path, ds):
     texts = [c["messages"][-1]["content"] for c in calls]
     assert len(texts) == len(set(texts)) and 0.9 * n_turns <= len(calls) <= n_turns
     assert calls[0]["model"] == "m" and calls[0]["messages"][0]["role"] == "system"
+    assert calls[0]["temperature"] == 0
     arc = para.reversal_arcs[0]
     ev = para.conversation(arc.conversation).event_index()[arc.reversal[0]]
     assert "In other words: " in ev.text
     # gold and every other track are untouched
     assert para.drafts == ds.drafts and para.update_chains == ds.update_chains
-    # a rebuild answers from the cache: no calls, identical dataset
-    transport2, calls2 = _mock_endpoint(lambda t: "never used")
-    again, _ = cs.build_cs(paraphrase=ParaphraseConfig(
-        base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport2))
-    assert calls2 == [] and again == para
+    # a rebuild answers from the cache: no calls, identical dataset (another port even: the
+    # cache key is the request, not the endpoint)
+    with _endpoint(lambda t: "never used") as server2:
+        again, _ = cs.build_cs(paraphrase=ParaphraseConfig(
+            base_url=server2.base_url, model="m", cache_dir=tmp_path))
+        assert _calls(server2) == []
+    assert again == para
+
+
+def test_paraphrase_reads_a_cache_written_before_the_llm_client(tmp_path):
+    """The old cache (one JSON file per request) still rebuilds a key without a call."""
+    import hashlib
+
+    from twistbench.itemgen.paraphrase import Paraphraser
+
+    cfg = ParaphraseConfig(base_url="http://llm.test/v1", model="m", cache_dir=tmp_path)
+    para = Paraphraser(cfg)
+    req = {"url": "http://llm.test/v1/chat/completions", "model": "m", "temperature": 0.0,
+           "messages": para.messages("Renewing is a no-brainer at this price.")}
+    digest = hashlib.sha256(json.dumps(req, sort_keys=True).encode()).hexdigest()
+    (tmp_path / f"{digest}.json").write_text(json.dumps(
+        {"request": req, "content": "At this price, renewing is obvious."}), encoding="utf-8")
+    # nothing listens on llm.test: a call would fail
+    assert para.rewrite("Renewing is a no-brainer at this price.", []) == \
+        "At this price, renewing is obvious."
+    assert para.calls == 0
+    para.close()
 
 
 def test_paraphrase_that_loses_a_slot_value_is_refused(tmp_path, ds):
     import re as _re
 
-    transport, _ = _mock_endpoint(lambda t: _re.sub(r"\$\d+k", "a lot", t))
-    para, _ = cs.build_cs(paraphrase=ParaphraseConfig(
-        base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport))
+    with _endpoint(lambda t: _re.sub(r"\$\d+k", "a lot", t)) as server:
+        para, _ = cs.build_cs(paraphrase=ParaphraseConfig(
+            base_url=server.base_url, model="m", cache_dir=tmp_path))
     assert para.meta["paraphrase"]["kept"] > 0
     for a0, a1 in zip(ds.reversal_arcs, para.reversal_arcs):
         t0 = ds.conversation(a0.conversation).event_index()[a0.reversal[0]].text
@@ -393,9 +413,11 @@ def test_paraphrase_that_loses_a_slot_value_is_refused(tmp_path, ds):
 
 
 def test_paraphrase_endpoint_failure_is_an_input_error(tmp_path):
-    import httpx
+    from twistbench.llm.loopback import Fault, LoopbackServer
 
-    transport = httpx.MockTransport(lambda request: httpx.Response(500, text="boom"))
-    with pytest.raises(InputError, match="endpoint"):
-        cs.build_cs(paraphrase=ParaphraseConfig(
-            base_url="http://llm.test/v1", model="m", cache_dir=tmp_path, transport=transport))
+    # a 5xx is retried (Retry-After 0 here), then stops the build: never half paraphrased
+    with LoopbackServer(lambda body: Fault.status_code(503, retry_after="0")) as server:
+        with pytest.raises(InputError, match="endpoint .* failed: .*HTTP 503"):
+            cs.build_cs(paraphrase=ParaphraseConfig(
+                base_url=server.base_url, model="m", cache_dir=tmp_path, max_attempts=3))
+        assert server.hits == 3

@@ -75,3 +75,19 @@ def cache_writer(cache_path: str, worker: int, keys: int, threads: int, start) -
     stats = cache.stats()
     cache.close()
     return {"errors": errors, "mismatches": mismatches, "stats": stats}
+
+
+def role_client(server, cache_path=None, sleep=None, **options):
+    """An LLMClient for a role under test: the loopback server, an optional cache file, a
+    recording sleep (retries return at once), a short timeout."""
+    import random
+
+    from twistbench.llm.cache import ResponseCache
+    from twistbench.llm.client import LLMClient, LLMConfig
+
+    options.setdefault("base_url", server.base_url)
+    options.setdefault("model", "scripted")
+    options.setdefault("timeout_s", 5.0)
+    cache = ResponseCache(cache_path) if cache_path else None
+    return LLMClient(LLMConfig(**options), cache=cache, sleep=sleep or RecordingSleep(),
+                     rng=random.Random(7))

@@ -34,7 +34,7 @@ SLOTS = {
 # The values each role will read from the reply; every one must appear in the prompt's
 # output specification.
 OUTPUT_WORDS = {
-    "answerer": ['"answer"', '"evidence"', "Not found in memory"],
+    "answerer": ['"answer"', '"evidence"', "Not mentioned in memory"],
     "judge_locomo": ['"label"', "CORRECT", "WRONG", '"reasoning"'],
     "judge_track_c": ['"label"', '"current"', '"stale"', '"hedged"', '"other"',
                       '"names_history"'],

@@ -45,7 +45,7 @@ def test_the_html_is_self_contained(demo_report):
     prof = rep.profiles[0]
     assert prof.key_sha256 in html and prof.dataset_version in html
     # beside the judged column; the version read from the judge (it moves with the judge's rules)
-    assert f"judge: structural {StructuralJudge.version} (no decoy calibration)" in html
+    assert f"judge: structural v{StructuralJudge.version}: not calibrated" in html
     assert "system declares no safety layer" in html  # N/A with its reason
     data = island(html)
     assert data["systems"] == ["keyword-toy"] and len(data["items"]) == len(

@@ -72,9 +72,11 @@ def test_profile_markdown_has_na_not_zero_and_the_key_under_the_table():
     row = next(line for line in md.splitlines() if line.startswith("| recall-only"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     # A online, A batch, B and D are declined for the only row: no column of their own, and
-    # each N/A reason is listed under the table
+    # each N/A reason is listed under the table; the judged column names its judge and that
+    # judge's calibration verdict (in-memory scores: no calibration found)
     assert [c.strip() for c in head.strip("|").split("|")][1:] == [
-        "LoCoMo: F1 ↑ / evidence recall ↑", "C: current ↑ / stale ↓"]
+        "LoCoMo: F1 ↑ / evidence recall ↑", "C: current ↑ / stale ↓ (judge structural: "
+        "not calibrated)"]
     assert "sha256 `builtin`" in md and "demo-1" in md
     assert "recall-only · D: N/A — system declares no safety layer" in md
     assert "recall-only · A online: N/A" in md and "recall-only · B: N/A" in md

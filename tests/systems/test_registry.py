@@ -26,10 +26,14 @@ class NotASystem:
         pass
 
 
-def test_registry_has_the_four_reference_systems_and_mem0():
-    assert set(REGISTRY) == {"flat-rag", "fact-rag", "oracle", "heuristic", "mem0"}
-    # mem0 needs an optional extra, so a default run never depends on it
-    assert set(DEFAULT_SYSTEMS) == set(REGISTRY) - {"mem0"}
+def test_registry_has_the_four_reference_systems_mem0_and_three_llm_ones():
+    assert set(REGISTRY) == {"flat-rag", "fact-rag", "oracle", "heuristic", "mem0",
+                             "flat-rag-llm", "full-context", "fact-rag-llm"}
+    # the defaults need no endpoint and no optional extra (mem0); the LLM systems are there only
+    # when one is configured
+    assert set(DEFAULT_SYSTEMS) == {n for n, e in REGISTRY.items() if not e.needs_llm} - {"mem0"}
+    assert {n for n, e in REGISTRY.items() if e.needs_llm} == {"flat-rag-llm", "full-context",
+                                                               "fact-rag-llm"}
     assert [n for n, e in REGISTRY.items() if e.gold_channel] == ["oracle"]
     assert all(e.description for e in REGISTRY.values())
 
@@ -41,13 +45,21 @@ EXPECTED_CAPS = {
                       recall=True, resolve=True, safety=True, retrieve=True, lineage=True),
     "oracle": {k: True for k in Capabilities().as_dict()},
     "mem0": dict(recall=True, retrieve=True, lineage=True),
+    "flat-rag-llm": dict(online_tensions=True, recall=True, check_alignment=True, retrieve=True,
+                         lineage=True),
+    "full-context": dict(online_tensions=True, recall=True, check_alignment=True),
+    "fact-rag-llm": dict(recall=True, retrieve=True, lineage=True),
 }
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_builtins_declare_capabilities_truthfully(name):
+def test_builtins_declare_capabilities_truthfully(name, monkeypatch):
     if name == "mem0":
         pytest.importorskip("mem0", reason="mem0ai is not installed (the mem0 extra)")
+    # An endpoint nobody listens on: building a system asks nothing.
+    monkeypatch.setenv("TWIST_LLM_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("TWIST_LLM_MODEL", "m")
+    monkeypatch.setenv("TWIST_LLM_CACHE", "off")
     system, entry = make_system(name, {})
     assert isinstance(system, MemorySystem)
     assert system.name == name == entry.name
@@ -55,6 +67,15 @@ def test_builtins_declare_capabilities_truthfully(name):
     assert system.capabilities.as_dict() == want
     json.dumps(system.config())  # goes into the manifest
     assert isinstance(system, GoldReader) == (name == "oracle")
+
+
+@pytest.mark.parametrize("name", ["flat-rag-llm", "full-context", "fact-rag-llm"])
+def test_llm_systems_refuse_clearly_without_an_endpoint(name, monkeypatch):
+    for var in ("TWIST_LLM_BASE_URL", "OPENAI_BASE_URL", "TWIST_SYSTEM_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(InputError) as e:
+        make_system(name, {})
+    assert "needs an LLM endpoint" in str(e.value) and "TWIST_LLM_BASE_URL" in str(e.value)
 
 
 def test_options_are_coerced_to_annotations():

@@ -8,8 +8,8 @@ can judge whether the credit is semantically justified.
 
 Labels (one per rater and case): supports | partial | does_not_support. People label through a
 CSV file (columns case_id, rater, label; any other column is ignored), which `write_template`
-prepares with one row per case and the context columns to read. LLM raters can produce the
-same rows once the LLM layer exists.
+prepares with one row per case and the context columns to read. LLM raters produce the same
+rows (llm_raters.py, `twist audit labels --llm`).
 
 Agreement: majority vote per case (a tied top count is "no majority"), Fleiss' kappa on the
 cases labelled by every rater (three-class, and binary with supports + partial as "relevant"
@@ -296,13 +296,14 @@ def semantic_audit(cases: Sequence[ContestedCase], labels: Sequence[Label]) -> S
 
 
 def semantic_audit_files(cases_path: str | Path, label_paths: Sequence[str | Path],
-                         out_path: str | Path | None = None) -> SemanticAudit:
+                         out_path: str | Path | None = None,
+                         extra_labels: Sequence[Label] = ()) -> SemanticAudit:
     """The semantic audit from a saved contested_cases.jsonl and rater CSVs (for re-running
-    the agreement statistics as labels arrive, without re-auditing the traces). Writes the
-    result as JSON to `out_path` when given."""
+    the agreement statistics as labels arrive, without re-auditing the traces), plus
+    `extra_labels` (LLM raters'). Writes the result as JSON to `out_path` when given."""
     cases = read_cases(cases_path)
     known = {c.case_id for c in cases}
-    labels = [lab for p in label_paths for lab in read_labels(p, known)]
+    labels = [lab for p in label_paths for lab in read_labels(p, known)] + list(extra_labels)
     res = semantic_audit(cases, labels)
     if out_path is not None:
         data = {k: (None if isinstance(v, float) and math.isnan(v) else v)

@@ -24,6 +24,9 @@ LOCOMO_KEY_FILE = "twist-locomo-1.0.json"
 LOCOMO_CRISIS_KEY_FILE = "twist-locomo-1.0-crisis.json"
 TWIST_B_KEY = "twist-b/track_b_v1.0_test.jsonl"
 LOCOMO_AUDIT_ERRATA = "locomo-audit/errors.json"
+# Judge decoys of the LoCoMo audit: a wrong answer per non-adversarial question, in two styles.
+LOCOMO_DECOYS = {"specific_but_wrong": "locomo-audit/decoys/specific_but_wrong.json",
+                 "vague_but_topical": "locomo-audit/decoys/vague_but_topical.json"}
 
 
 def data_dir() -> Path:

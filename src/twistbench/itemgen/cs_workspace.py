@@ -997,7 +997,10 @@ def build_cs(
         _finish_hard_negatives(ws, out, variety_rows)
     paraphraser = Paraphraser(paraphrase) if paraphrase is not None else None
     if paraphraser is not None:
-        _paraphrase_track_a(paraphraser, out)
+        try:
+            _paraphrase_track_a(paraphraser, out)
+        finally:
+            paraphraser.close()
     for w, ws in enumerate(workspaces):
         _track_b(ws, w, plan, seed, out)
         _track_c(ws, w, plan, seed, out)

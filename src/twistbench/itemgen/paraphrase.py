@@ -1,6 +1,13 @@
 """Opt-in paraphrasing of generated turns through an OpenAI-compatible endpoint (`twist build cs
---paraphrase URL`), with a request-keyed on-disk cache so a rebuild is byte-identical and offline.
-Off by default: the committed keys are template text.
+--paraphrase URL`), through the LLM client (llm/client.py: retries on 429 / 5xx / timeouts,
+Retry-After honoured, accounting) and its response cache, so a rebuild with the same seed,
+endpoint and model is byte-identical and makes no call. Off by default: the committed keys are
+template text.
+
+Cache: `cache_dir`/responses.sqlite3, keyed on the canonical request (model, messages,
+temperature; llm/cache.py). A cache written before the move (one JSON file per request in
+`cache_dir`, named by the sha256 of {url, model, temperature, messages}) is still read first,
+so a key paraphrased with it rebuilds byte-identically.
 """
 
 from __future__ import annotations
@@ -13,9 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from twistbench.errors import InputError
+from twistbench.llm import LLMClient, LLMConfig, LLMError, ResponseCache
 
 
 @dataclass(frozen=True)
@@ -25,9 +31,7 @@ class ParaphraseConfig:
     base_url: e.g. "http://localhost:8000/v1" (POST {base_url}/chat/completions).
     model: the model name sent in each request.
     api_key_env: environment variable holding a bearer token (optional for local servers).
-    cache_dir: on-disk cache, one JSON file per request keyed on the sha256 of the full request,
-        so a rebuild with the same seed, endpoint and model is byte-identical and offline.
-    transport: an httpx transport (tests use httpx.MockTransport); not part of the cache key.
+    cache_dir: the response cache's folder (see the module docstring).
     """
 
     base_url: str
@@ -36,7 +40,7 @@ class ParaphraseConfig:
     cache_dir: Path = Path(".twistbench-cache/paraphrase")
     temperature: float = 0.0
     timeout_s: float = 60.0
-    transport: Any = None
+    max_attempts: int = 6
 
 
 PARAPHRASE_SYSTEM = (
@@ -47,49 +51,57 @@ PARAPHRASE_SYSTEM = (
 
 
 class Paraphraser:
-    """Rewrites turns through the endpoint, with a request-keyed cache and a safety check:
+    """Rewrites turns through the endpoint, with the response cache and a safety check:
     a rewrite that drops a protected string (a slot value the gold relies on), changes length
-    wildly, or is empty is refused and the original turn is kept (counted)."""
+    wildly, or is empty is refused and the original turn is kept (counted). A failed call
+    stops the build (InputError): a key is never half paraphrased."""
 
     def __init__(self, cfg: ParaphraseConfig):
         self.cfg = cfg
-        headers = {}
-        key = os.environ.get(cfg.api_key_env, "")
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        self._client = httpx.Client(timeout=cfg.timeout_s, headers=headers,
-                                    transport=cfg.transport)
+        try:
+            config = LLMConfig(base_url=cfg.base_url, model=cfg.model,
+                               api_key=os.environ.get(cfg.api_key_env, ""),
+                               temperature=cfg.temperature, timeout_s=cfg.timeout_s,
+                               max_attempts=cfg.max_attempts)
+        except InputError as exc:
+            raise InputError("--paraphrase", exc.message, field=exc.field,
+                             expected=exc.expected) from None
+        cache_dir = Path(cfg.cache_dir)
+        self._client = LLMClient(config, cache=ResponseCache(cache_dir / "responses.sqlite3"))
         self.rewritten = 0
         self.kept = 0
         self.calls = 0
 
-    def request(self, text: str) -> dict[str, Any]:
-        return {"url": self.cfg.base_url.rstrip("/") + "/chat/completions",
-                "model": self.cfg.model, "temperature": self.cfg.temperature,
-                "messages": [{"role": "system", "content": PARAPHRASE_SYSTEM},
-                             {"role": "user", "content": text}]}
+    def messages(self, text: str) -> list[dict[str, str]]:
+        return [{"role": "system", "content": PARAPHRASE_SYSTEM},
+                {"role": "user", "content": text}]
 
-    def _complete(self, req: dict[str, Any]) -> str:
+    def _legacy(self, text: str) -> str | None:
+        """The reply a pre-move cache file holds for this request, if there is one."""
+        req: dict[str, Any] = {"url": self.cfg.base_url.rstrip("/") + "/chat/completions",
+                               "model": self.cfg.model, "temperature": self.cfg.temperature,
+                               "messages": self.messages(text)}
         digest = hashlib.sha256(json.dumps(req, sort_keys=True).encode()).hexdigest()
         path = Path(self.cfg.cache_dir) / f"{digest}.json"
-        if path.exists():
-            return json.loads(path.read_text(encoding="utf-8"))["content"]
-        body = {k: v for k, v in req.items() if k != "url"}
+        if not path.exists():
+            return None
+        return json.loads(path.read_text(encoding="utf-8"))["content"]
+
+    def _complete(self, text: str) -> str:
+        legacy = self._legacy(text)
+        if legacy is not None:
+            return legacy
         try:
-            resp = self._client.post(req["url"], json=body)
-            resp.raise_for_status()
-            content = resp.json()["choices"][0]["message"]["content"]
-        except (httpx.HTTPError, KeyError, IndexError, TypeError, ValueError) as exc:
-            raise InputError("--paraphrase", f"endpoint {req['url']} failed: {exc}",
-                             expected="an OpenAI-compatible /chat/completions endpoint") from exc
-        self.calls += 1
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"request": req, "content": content}, sort_keys=True),
-                        encoding="utf-8")
-        return content
+            reply = self._client.complete(self.messages(text))
+        except LLMError as exc:
+            raise InputError("--paraphrase", f"endpoint {self._client.config.endpoint} failed: "
+                             f"{exc.message}", expected="an OpenAI-compatible "
+                             "/chat/completions endpoint") from None
+        self.calls += not reply.cached
+        return reply.text
 
     def rewrite(self, text: str, protected: Sequence[str]) -> str:
-        out = (self._complete(self.request(text)) or "").strip()
+        out = (self._complete(text) or "").strip()
         ok = (out and "\n" not in out and 0.5 <= len(out) / max(len(text), 1) <= 2.0
               and all(p in out for p in protected if p in text))
         if ok:
@@ -97,3 +109,7 @@ class Paraphraser:
             return out
         self.kept += 1
         return text
+
+    def close(self) -> None:
+        """Flush the cache and close the connections."""
+        self._client.close()

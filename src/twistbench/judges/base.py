@@ -1,13 +1,18 @@
 """What a judge of free-text answers is: the Track C outcomes, the verdict, the protocol.
 
 A judge is chosen by name (`twist run --judge NAME`, judges/__init__.py) and recorded in the run
-manifest from the object itself (its `name` and `version`).
+manifest from the object itself (`identity()`: name, version, model and prompt sha256 where it
+has them). It classifies Track C answers (`classify`) and, when it also has `judge_qa`, grades
+LoCoMo answers CORRECT / WRONG against the gold (the J score). A judgement it cannot make (its
+model failed or replied out of form) raises JudgeError: the item's judgement is an error,
+counted and shown, never a score.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from twistbench.model import Answer, ChainQuery, UpdateChain
 
@@ -49,3 +54,80 @@ class Judge(Protocol):
     version: str
 
     def classify(self, chain: UpdateChain, query: ChainQuery, answer: Answer) -> JudgeVerdict: ...
+
+
+class JudgeError(Exception):
+    """A judgement that could not be made. `kind` is a short label for counting."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+        self.message = message
+
+
+@dataclass(frozen=True)
+class QACase:
+    """One LoCoMo answer to grade: the question, its gold answer and category (1-4)."""
+
+    question: str
+    gold: str
+    answer: str
+    category: int
+
+
+@dataclass
+class QAVerdict:
+    correct: bool
+    reason: str
+    judge: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"correct": self.correct, "reason": self.reason, "judge": self.judge}
+
+
+@runtime_checkable
+class QAJudge(Protocol):
+    """A judge that also grades LoCoMo answers (CORRECT / WRONG, the J protocol)."""
+
+    name: str
+    version: str
+
+    def judge_qa(self, case: QACase) -> QAVerdict: ...
+
+
+ChainCase = tuple[UpdateChain, ChainQuery, Answer]
+
+
+def classify_all(judge: Judge, cases: Sequence[ChainCase]) -> list[JudgeVerdict | JudgeError]:
+    """Every case classified, a JudgeError in place of each that failed; in one batch when the
+    judge offers `classify_many` (an LLM judge asks its model concurrently)."""
+    many = getattr(judge, "classify_many", None)
+    if callable(many):
+        return list(many(cases))
+    return [caught(lambda c=case: judge.classify(*c)) for case in cases]
+
+
+def judge_qa_all(judge: QAJudge, cases: Sequence[QACase]) -> list[QAVerdict | JudgeError]:
+    """Every LoCoMo case graded, a JudgeError in place of each that failed (batched when the
+    judge offers `judge_qa_many`)."""
+    many = getattr(judge, "judge_qa_many", None)
+    if callable(many):
+        return list(many(cases))
+    return [caught(lambda c=case: judge.judge_qa(c)) for case in cases]
+
+
+def caught(judgement: Callable[[], Any]) -> Any:
+    """judgement(), or the JudgeError it raised (a failed judgement stays in its place)."""
+    try:
+        return judgement()
+    except JudgeError as exc:
+        return exc
+
+
+def judge_identity(judge: Judge) -> dict[str, Any]:
+    """What identifies a judge's judgements: its identity() where it has one, else its name
+    and version (a plugin judge)."""
+    ident = getattr(judge, "identity", None)
+    if callable(ident):
+        return dict(ident())
+    return {"name": judge.name, "version": str(getattr(judge, "version", ""))}

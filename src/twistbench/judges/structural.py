@@ -27,8 +27,18 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from twistbench.judges.base import JudgeVerdict, Outcome
+from twistbench.judges.base import JudgeVerdict, Outcome, QACase, QAVerdict
+from twistbench.judges.locomo_f1 import qa_score
 from twistbench.model import Answer, ChainQuery, UpdateChain
+
+# LoCoMo answers (judge_qa): accepted when LoCoMo's official F1 against the gold is at least
+# this. Fixed before any decoy was scored, from what it means: an answer that holds every gold
+# token in L tokens has F1 = 2g / (g + L) for a gold of g tokens, so 0.5 accepts the gold fact
+# said in up to three times the gold's length ("Single" -> "She is single", 1 of 3 tokens:
+# F1 0.5), the way a person answers in a short sentence; anything stricter refuses such
+# answers. Its leniency towards a wrong value in the gold's frame ("The week before 16 June
+# 2023" against "... 9 June 2023": F1 0.8) is what `twist judge calibrate` measures.
+QA_F1_THRESHOLD = 0.5
 
 _WS = re.compile(r"\s+")
 # Apostrophes vanish (so "Caroline's" -> "carolines" in both text and value); every other
@@ -236,7 +246,8 @@ def marked_past(text: str, mentions: list[Mention]) -> list[bool]:
 
 
 class StructuralJudge:
-    """Value matching + currency cues; see the module docstring for the outcomes."""
+    """Value matching + currency cues (Track C, see the module docstring); LoCoMo answers by
+    the official F1 against the gold, accepted at QA_F1_THRESHOLD."""
 
     name = "structural"
     # 2: a current answer must mark every superseded mention as past; everyday past markers
@@ -245,8 +256,18 @@ class StructuralJudge:
     # does not resume across them.
     version = "3"
 
+    def identity(self) -> dict[str, object]:
+        return {"name": self.name, "version": self.version, "model": None,
+                "qa_rule": f"official LoCoMo F1 >= {QA_F1_THRESHOLD:g}"}
+
     def classify(self, chain: UpdateChain, query: ChainQuery, answer: Answer) -> JudgeVerdict:
         return classify_answer(chain, answer.text, answer.evidence)
+
+    def judge_qa(self, case: QACase) -> QAVerdict:
+        f1 = qa_score(case.category, case.answer, case.gold)
+        ok = f1 >= QA_F1_THRESHOLD
+        return QAVerdict(ok, f"official F1 {f1:.3f} {'>=' if ok else '<'} "
+                             f"{QA_F1_THRESHOLD:g}", self.name)
 
 
 def classify_answer(chain: UpdateChain, text: str, evidence: Sequence[str] = ()) -> JudgeVerdict:

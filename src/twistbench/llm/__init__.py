@@ -3,7 +3,8 @@ cache, the prompts as package files, and a loopback server for tests and benchma
 
 Nothing here needs an endpoint unless a role is asked for: importing it opens no connection.
 
-- client.py     LLMConfig (options / TWIST_LLM_* environment), LLMClient (sync + async + batch)
+- client.py     LLMConfig (options / TWIST_LLM_* environment), LLMClient (sync + async + batch),
+                role_config (TWIST_<ROLE>_* overrides), shared_client, usage_since (per run)
 - cache.py      ResponseCache: SQLite in WAL mode, keyed on the canonical request
 - jsonreply.py  parse_json_reply: the tolerant JSON reader
 - usage.py      token and cost accounting (usage_summary() for the manifest)
@@ -19,8 +20,14 @@ from twistbench.llm.client import (
     LLMClient,
     LLMConfig,
     Secret,
+    close_shared_clients,
     is_configured,
     redact_url,
+    role_config,
+    shared_client,
+    usage_since,
+    usage_snapshot,
+    usage_totals,
 )
 from twistbench.llm.errors import (
     LLMConnectionError,
@@ -40,6 +47,7 @@ __all__ = [
     "ChatRequest", "Completion", "LLMClient", "LLMConfig", "LLMConnectionError", "LLMError",
     "LLMHTTPError", "LLMJSONError", "LLMRateLimitError", "LLMResponseError", "LLMTimeoutError",
     "LLMTruncatedError", "ModelPrice", "Prompt", "ResponseCache", "Secret", "is_configured",
-    "load_prompt", "parse_json_reply", "prompt_hashes", "prompt_text", "redact_url",
-    "request_key",
+    "close_shared_clients", "load_prompt", "parse_json_reply", "prompt_hashes", "prompt_text",
+    "redact_url", "request_key", "role_config", "shared_client", "usage_since", "usage_snapshot",
+    "usage_totals",
 ]

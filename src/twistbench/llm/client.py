@@ -16,6 +16,14 @@ Environment (options passed in code win):
     TWIST_LLM_CACHE      response cache file (default .twistbench-cache/llm.sqlite3; "off")
     TWIST_LLM_PRICE_PER_MTOK  "PROMPT,COMPLETION" USD per million tokens for the model
 
+Roles (the answerer, the judge, the LLM reference systems, the TIAP raters, paraphrasing) take
+their configuration from `role_config(ROLE)`: TWIST_<ROLE>_BASE_URL, _MODEL and _API_KEY, when
+set, win over the TWIST_LLM_* values, so a judge can be another model than the answerer.
+Roles share one client per configuration in a process (`shared_client`): one concurrency bound
+and one set of connections however many workers ask. A config with `offline=True` answers from
+the cache only: a request the cache does not hold is an error, never a network call (re-scoring
+a saved run where no endpoint is configured).
+
 The client runs its own event loop in one background thread: the synchronous calls (from any
 number of worker threads) and the async ones (from any other loop) all end up there, so one
 set of connections, one concurrency bound, one cache and one usage meter serve them all.
@@ -40,6 +48,7 @@ any repr, exception, log line or cache row; error text from the server is scrubb
 from __future__ import annotations
 
 import asyncio
+import atexit
 import base64
 import concurrent.futures
 import email.utils
@@ -50,6 +59,7 @@ import random
 import ssl
 import threading
 import time
+import weakref
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -79,7 +89,13 @@ from twistbench.llm.errors import (
     LLMTruncatedError,
 )
 from twistbench.llm.jsonreply import parse_json_reply
-from twistbench.llm.usage import ModelPrice, UsageMeter, estimate_prompt_tokens, estimate_tokens
+from twistbench.llm.usage import (
+    ModelPrice,
+    UsageMeter,
+    UsageSnapshot,
+    estimate_prompt_tokens,
+    estimate_tokens,
+)
 
 log = logging.getLogger("twistbench.llm")
 
@@ -152,6 +168,7 @@ class LLMConfig:
     cache_namespace: str = ""
     prices: Mapping[str, ModelPrice] = field(default_factory=dict)
     trust_env: bool = True  # honour HTTP(S)_PROXY / NO_PROXY and SSL_CERT_FILE / _DIR
+    offline: bool = False  # answer from the cache only; a miss is an error, never a request
 
     def __post_init__(self) -> None:
         if isinstance(self.api_key, str):
@@ -217,7 +234,7 @@ class LLMConfig:
             "json_mode": self.json_mode, "stream": self.stream,
             "max_concurrency": self.max_concurrency, "max_attempts": self.max_attempts,
             "timeout_s": self.timeout_s, "cache": self.cache_path,
-            "cache_namespace": self.cache_namespace,
+            "cache_namespace": self.cache_namespace, "offline": self.offline,
         }
 
 
@@ -230,10 +247,47 @@ class LLMConfig:
                 "cache_namespace": self.cache_namespace}
 
 
-def is_configured(env: Mapping[str, str] | None = None) -> bool:
-    """True when the environment names an endpoint and a model (LLM roles become available)."""
-    env = os.environ if env is None else env
+def is_configured(env: Mapping[str, str] | None = None, role: str | None = None) -> bool:
+    """True when the environment names an endpoint and a model (for `role`, its own variables
+    or the TWIST_LLM_* ones): the LLM roles become available."""
+    env = _role_env(os.environ if env is None else env, role)
     return bool((env.get(ENV_BASE_URL) or env.get("OPENAI_BASE_URL")) and env.get(ENV_MODEL))
+
+
+OFFLINE_URL = "http://offline.invalid/v1"
+
+
+def role_config(role: str, env: Mapping[str, str] | None = None, *, offline_ok: bool = False,
+                **options: Any) -> LLMConfig:
+    """The configuration of one LLM role (ANSWERER, JUDGE, SYSTEM, RATER, PARAPHRASE):
+    TWIST_<ROLE>_BASE_URL / _MODEL / _API_KEY where set, else the TWIST_LLM_* values; options
+    win over both. With `offline_ok` and a model but no endpoint, an offline (cache-only)
+    configuration. InputError names the variables to set when nothing is configured."""
+    merged = _role_env(os.environ if env is None else env, role)
+    has_url = options.get("base_url") or merged.get(ENV_BASE_URL) or merged.get(
+        "OPENAI_BASE_URL")
+    if not has_url and offline_ok and (options.get("model") or merged.get(ENV_MODEL)):
+        options = {"model": merged.get(ENV_MODEL), **options, "base_url": OFFLINE_URL,
+                   "offline": True}
+    try:
+        return LLMConfig.from_env(merged, **options)
+    except InputError as exc:
+        prefix = f"TWIST_{role.upper()}_"
+        raise InputError(exc.file, f"the {role.lower()} role needs an LLM endpoint: "
+                         f"{exc.message}", field=exc.field,
+                         expected=f"{exc.expected or ''} ({prefix}* overrides TWIST_LLM_* "
+                                  "for this role)".strip()) from None
+
+
+def _role_env(env: Mapping[str, str], role: str | None) -> dict[str, str]:
+    """`env` with TWIST_<ROLE>_{BASE_URL,MODEL,API_KEY} copied over the TWIST_LLM_ ones."""
+    merged = dict(env)
+    if role:
+        for generic in (ENV_BASE_URL, ENV_MODEL, ENV_API_KEY):
+            specific = generic.replace("TWIST_LLM_", f"TWIST_{role.upper()}_")
+            if env.get(specific):
+                merged[generic] = env[specific]
+    return merged
 
 
 def _env_number(env: Mapping[str, str], name: str, kind: type) -> Any:
@@ -332,6 +386,7 @@ class LLMClient:
         self._gate: asyncio.Semaphore | None = None
         self._cache_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._closed = False
+        _LIVE.add(self)
 
     def __repr__(self) -> str:
         cache = self.cache.path if self.cache else None
@@ -494,6 +549,11 @@ class LLMClient:
             if stored is not None:
                 return self._finish(request, body, stored, key, cached=True, attempts=0)
             self.usage.record_event("cache_miss")
+        if self.config.offline:
+            raise LLMConnectionError(
+                "offline: this request is not in the response cache"
+                f"{'' if self.cache is not None else ' (no cache is configured)'}, and no "
+                f"endpoint is configured to ask ({ENV_BASE_URL})")
         assert self._gate is not None
         async with self._gate:
             reply, attempts = await self._post_with_retries(body)
@@ -742,6 +802,72 @@ class LLMClient:
         except ValueError:
             message = None
         return self._excerpt((message or text or "(empty body)").encode())
+
+
+# -- clients shared by the roles of a process, and their usage ---------------------------------
+
+_LIVE: weakref.WeakSet[LLMClient] = weakref.WeakSet()
+_SHARED: list[LLMClient] = []
+_SHARED_LOCK = threading.Lock()
+
+
+def shared_client(config: LLMConfig) -> LLMClient:
+    """The process's client for `config` (made on first use, closed at exit): every role and
+    worker asking with one configuration shares its concurrency bound, connections and cache."""
+    key = config.api_key.reveal() if isinstance(config.api_key, Secret) else ""
+    with _SHARED_LOCK:
+        for client in _SHARED:
+            if not client._closed and client.config == config and client._key == key:
+                return client
+        client = LLMClient(config)
+        if not _SHARED:
+            atexit.register(close_shared_clients)
+        _SHARED.append(client)
+        return client
+
+
+def close_shared_clients() -> None:
+    """Close every shared client (their cache writes are flushed)."""
+    with _SHARED_LOCK:
+        clients, _SHARED[:] = list(_SHARED), []
+    for client in clients:
+        client.close()
+
+
+UsageMark = dict[int, tuple[Any, UsageSnapshot]]
+
+
+def usage_snapshot() -> UsageMark:
+    """Every live client's counters now, for `usage_since` (one run's share of the calls)."""
+    return {id(c): (weakref.ref(c), c.usage.snapshot()) for c in list(_LIVE)}
+
+
+def usage_since(mark: UsageMark | None = None) -> list[dict[str, Any]]:
+    """The usage summary of every live client that was asked anything since `mark` (all of
+    its calls for a client made after the mark), with its redacted configuration."""
+    out = []
+    for client in list(_LIVE):
+        held = (mark or {}).get(id(client))
+        since = held[1] if held is not None and held[0]() is client else None
+        summary = client.usage.summary(since=since)
+        if summary["requests"]:
+            out.append({"config": client.config.describe(), **summary})
+    return sorted(out, key=lambda u: (u["config"]["model"], u["config"]["endpoint"]))
+
+
+def usage_totals(summaries: Iterable[Mapping[str, Any]]) -> dict[str, int]:
+    """Requests, network calls, cache hits, errors and tokens (network and cached) summed over
+    usage summaries: what a progress line shows."""
+    out = {"requests": 0, "network_calls": 0, "cache_hits": 0, "errors": 0, "tokens": 0,
+           "cached_tokens": 0}
+    for u in summaries:
+        out["requests"] += u["requests"]
+        out["network_calls"] += u["network_calls"]
+        out["cache_hits"] += u["cache"]["hits"]
+        out["errors"] += sum(u["errors"].values())
+        out["tokens"] += u["tokens"]["prompt"] + u["tokens"]["completion"]
+        out["cached_tokens"] += u["tokens"]["cached_prompt"] + u["tokens"]["cached_completion"]
+    return out
 
 
 def _host_port(url: SplitResult) -> str:

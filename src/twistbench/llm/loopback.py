@@ -460,9 +460,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reply", default="", help="module:function giving each reply")
     parser.add_argument("--reject-response-format", action="store_true")
     args = parser.parse_args(argv)
-    server = LoopbackServer(_load_reply(args.reply) if args.reply else echo_reply,
-                            latency_s=args.latency, port=args.port,
-                            reject_response_format=args.reject_response_format)
+    # Run as `python -m`, this file is __main__: a --reply function returns the package
+    # module's Reply and Fault, so the server must be the package module's too.
+    package = importlib.import_module("twistbench.llm.loopback")
+    server = package.LoopbackServer(_load_reply(args.reply) if args.reply else echo_reply,
+                                    latency_s=args.latency, port=args.port,
+                                    reject_response_format=args.reject_response_format)
     with server:
         print(f"serving {server.base_url} (Ctrl-C stops)", flush=True)
         with contextlib.suppress(KeyboardInterrupt):

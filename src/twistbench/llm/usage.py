@@ -138,51 +138,89 @@ class UsageMeter:
         with self._lock:
             self._cache_enabled = True
 
-    def summary(self) -> dict[str, Any]:
-        """JSON-ready totals and per-model figures for a run manifest."""
+    def snapshot(self) -> UsageSnapshot:
+        """The counters as they are now; `summary(since=snapshot)` then counts only what came
+        after (one run's share of a client that several runs in one process use)."""
         with self._lock:
-            tallies = self._models.values()
+            return UsageSnapshot(
+                {name: _copy_tally(t) for name, t in self._models.items()},
+                Counter(self._errors), Counter(self._retries), Counter(self._events))
 
-            def total(name: str) -> int:
-                return sum(getattr(t, name) for t in tallies)
+    def summary(self, since: UsageSnapshot | None = None) -> dict[str, Any]:
+        """JSON-ready totals and per-model figures for a run manifest (those after `since`)."""
+        with self._lock:
+            models = {name: _minus(t, since.models.get(name) if since else None)
+                      for name, t in self._models.items()}
+            errors = self._errors - since.errors if since else Counter(self._errors)
+            retries = self._retries - since.retries if since else Counter(self._retries)
+            events = self._events - since.events if since else Counter(self._events)
+            cache_enabled = self._cache_enabled
+        models = {name: t for name, t in models.items() if t.requests or t.network_calls
+                  or t.cache_hits}
+        tallies = models.values()
 
-            by_model: dict[str, Any] = {}
-            costs: list[float | None] = []
-            for name, t in sorted(self._models.items()):
-                price = self.prices.get(name)
-                cost = price.cost(t.prompt_tokens, t.completion_tokens) if price else None
-                if t.network_calls:
-                    costs.append(cost)
-                by_model[name] = {
-                    **{f: getattr(t, f) for f in _TALLY_FIELDS},
-                    "served_as": dict(sorted(t.served_as.items())),
-                    "price_per_mtok": ([price.prompt_per_mtok, price.completion_per_mtok]
-                                       if price else None),
-                    "cost_usd": cost,
-                }
-            hits, misses = total("cache_hits"), self._events["cache_miss"]
-            return {
-                "requests": total("requests"),
-                "network_calls": total("network_calls"),
-                "errors": dict(sorted(self._errors.items())),
-                "retries": dict(sorted(self._retries.items())),
-                "json_mode_fallbacks": self._events["json_fallback"],
-                "cache": {
-                    "enabled": self._cache_enabled,
-                    "hits": hits,
-                    "misses": misses,
-                    "hit_rate": hits / (hits + misses) if hits + misses else None,
-                    "write_errors": self._events["cache_write_error"],
-                },
-                "tokens": {
-                    "prompt": total("prompt_tokens"),
-                    "completion": total("completion_tokens"),
-                    "estimated_calls": total("estimated_calls"),
-                    "cached_prompt": total("cached_prompt_tokens"),
-                    "cached_completion": total("cached_completion_tokens"),
-                },
-                # None unless every model that made calls has a price: never a partial sum.
-                "cost_usd": (sum(c for c in costs if c is not None)
-                             if all(c is not None for c in costs) else None),
-                "by_model": by_model,
+        def total(name: str) -> int:
+            return sum(getattr(t, name) for t in tallies)
+
+        by_model: dict[str, Any] = {}
+        costs: list[float | None] = []
+        for name, t in sorted(models.items()):
+            price = self.prices.get(name)
+            cost = price.cost(t.prompt_tokens, t.completion_tokens) if price else None
+            if t.network_calls:
+                costs.append(cost)
+            by_model[name] = {
+                **{f: getattr(t, f) for f in _TALLY_FIELDS},
+                "served_as": dict(sorted(t.served_as.items())),
+                "price_per_mtok": ([price.prompt_per_mtok, price.completion_per_mtok]
+                                   if price else None),
+                "cost_usd": cost,
             }
+        hits, misses = total("cache_hits"), events["cache_miss"]
+        return {
+            "requests": total("requests"),
+            "network_calls": total("network_calls"),
+            "errors": dict(sorted(errors.items())),
+            "retries": dict(sorted(retries.items())),
+            "json_mode_fallbacks": events["json_fallback"],
+            "cache": {
+                "enabled": cache_enabled,
+                "hits": hits,
+                "misses": misses,
+                "hit_rate": hits / (hits + misses) if hits + misses else None,
+                "write_errors": events["cache_write_error"],
+            },
+            "tokens": {
+                "prompt": total("prompt_tokens"),
+                "completion": total("completion_tokens"),
+                "estimated_calls": total("estimated_calls"),
+                "cached_prompt": total("cached_prompt_tokens"),
+                "cached_completion": total("cached_completion_tokens"),
+            },
+            # None unless every model that made calls has a price: never a partial sum.
+            "cost_usd": (sum(c for c in costs if c is not None)
+                         if all(c is not None for c in costs) else None),
+            "by_model": by_model,
+        }
+
+
+@dataclass(frozen=True)
+class UsageSnapshot:
+    """A copy of a meter's counters at one moment (UsageMeter.snapshot)."""
+
+    models: dict[str, _ModelTally]
+    errors: Counter
+    retries: Counter
+    events: Counter
+
+
+def _copy_tally(t: _ModelTally) -> _ModelTally:
+    return _ModelTally(**{f: getattr(t, f) for f in _TALLY_FIELDS},
+                       served_as=Counter(t.served_as))
+
+
+def _minus(t: _ModelTally, before: _ModelTally | None) -> _ModelTally:
+    if before is None:
+        return _copy_tally(t)
+    return _ModelTally(**{f: getattr(t, f) - getattr(before, f) for f in _TALLY_FIELDS},
+                       served_as=t.served_as - before.served_as)

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from twistbench.contract import Capabilities
 from twistbench.errors import InputError
+from twistbench.judges import Judge, judge_from_record
 from twistbench.model import Dataset
 from twistbench.records import ItemRecord, read_manifest
 from twistbench.report.keys import KeyRef, require_one_key
@@ -93,17 +94,18 @@ def compare_outcomes(out1: list[ItemOutcome], out2: list[ItemOutcome], name_1: s
 
 def compare_runs(dataset: Dataset, records_1: list[ItemRecord], caps_1: Capabilities,
                  records_2: list[ItemRecord], caps_2: Capabilities, *, key_1: str, key_2: str,
-                 name_1: str = "run 1", name_2: str = "run 2") -> Comparison:
-    """Paired McNemar per item type between two runs. Raises InputError unless both runs used
-    the dataset's key (same sha256)."""
+                 name_1: str = "run 1", name_2: str = "run 2", judge_1: Judge | None = None,
+                 judge_2: Judge | None = None) -> Comparison:
+    """Paired McNemar per item type between two runs, each judged by its own run's judge
+    (None: the default). Raises InputError unless both runs used the dataset's key."""
     for name, key in ((name_1, key_1), (name_2, key_2)):
         if key != dataset.key_sha256:
             raise InputError(name, f"run key sha256 {key} differs from {dataset.key_sha256}",
                              field="dataset.sha256",
                              expected=_SAME_KEY)
-    cmp = compare_outcomes(item_outcomes(dataset, records_1, caps_1),
-                           item_outcomes(dataset, records_2, caps_2), name_1, name_2,
-                           dataset.name, dataset.key_sha256)
+    cmp = compare_outcomes(item_outcomes(dataset, records_1, caps_1, judge=judge_1),
+                           item_outcomes(dataset, records_2, caps_2, judge=judge_2), name_1,
+                           name_2, dataset.name, dataset.key_sha256)
     cmp.dataset_version = dataset.version
     return cmp
 
@@ -122,7 +124,9 @@ def compare_folders(folder_1: str | Path, folder_2: str | Path, locomo: Path | N
     e2, _, recs2 = score_folder(folder_2, dataset=ds, locomo=locomo)
     return compare_runs(ds, recs1, capabilities_from_manifest(m1, str(folder_1)), recs2,
                         capabilities_from_manifest(m2, str(folder_2)), key_1=k1, key_2=k2,
-                        name_1=e1.system, name_2=e2.system)
+                        name_1=e1.system, name_2=e2.system,
+                        judge_1=judge_from_record(m1.get("judge")),
+                        judge_2=judge_from_record(m2.get("judge")))
 
 
 def fmt_p(p: float | None) -> str:

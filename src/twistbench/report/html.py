@@ -3,8 +3,9 @@ works from file://) with the profile, its plots and a per-item browser.
 
 Overview: per dataset key, the profile table (one row per run: each pair with intervals, counts,
 errors; N/A with its reason), the key version and sha256, the judge and its calibration beside
-the judged column, the metric planes, the detection-latency histogram, and TIAP score shifts
-when an audit folder is included.
+the judged column (its verdict re-derived from the per-style rates), each run's answerer, the
+metric planes, the detection-latency histogram, and TIAP score shifts when an audit folder is
+included.
 
 Items: every gold item with each run's outcome, filterable by track, family, outcome and system;
 gold beside each system's output, the cited turns' text, the score and why. The item data is a
@@ -24,7 +25,7 @@ from urllib.parse import quote
 
 from twistbench.report.items import ItemViews
 from twistbench.report.planes import colour, planes
-from twistbench.report.profile import Cell, Column, Profile
+from twistbench.report.profile import Cell, Column, Profile, answerer_lines
 from twistbench.report.render import judge_line
 from twistbench.report.runs import RunsReport
 from twistbench.report.svg import latency_svg, plane_svg, shifts_svg
@@ -86,7 +87,7 @@ def _cell_html(cell: Cell, col: Column, system: str, judge: str) -> str:
 def _profile_table(profile: Profile) -> str:
     cols = profile.scored_columns()
     judges = profile.judges()
-    one_judge = judges[0].describe() if len(judges) == 1 else ""
+    one_judge = judges[0].short() if len(judges) == 1 else ""
 
     def head_cell(c: Column) -> str:
         judged = any(r.cells[c.key].judged for r in profile.rows)
@@ -98,7 +99,7 @@ def _profile_table(profile: Profile) -> str:
     rows = []
     for i, row in enumerate(profile.rows):
         # one judge: named in the column header; judges differing between rows: in each cell
-        judge = row.judge.describe() if row.judge and not one_judge else ""
+        judge = row.judge.short() if row.judge and not one_judge else ""
         cells = "".join(_cell_html(row.cells[c.key], c, row.system, judge) for c in cols)
         run = f"<div class='run'>{escape(row.run or '')}</div>" if row.run else ""
         rows.append(f"<tr><th class='sys'><span class='sw' style='background:{colour(i)}'>"
@@ -150,6 +151,8 @@ def _section(k: int, profile: Profile, report: RunsReport) -> tuple[str, str, in
     overview = (f"<section class='profile-sec'><h2>TWIST profile — {escape(profile.dataset)}</h2>"
                 f"{key}{_profile_table(profile)}"
                 + (f"<p class='judge-line'>{escape(jl)}</p>" if jl else "")
+                + "".join(f"<p class='judge-line'>{escape(line)}</p>"
+                          for line in answerer_lines(profile))
                 + "<p class='hint'>Each cell: the metric and its partner (↑ higher is better, "
                   "↓ lower), 95% interval in brackets, counts after it. Errors are failed "
                   "system calls, counted and never scored.</p>"

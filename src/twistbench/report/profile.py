@@ -11,9 +11,11 @@ excluded from the metrics) and the missing count.
 A profile covers one dataset key: rows on different keys are refused (`build_profile`);
 `group_by_key` splits mixed entries into one profile per key.
 
-Each row names the judge its judged cells (Track C) were scored with, and that judge's
-calibration on decoys when it has one (an LLM judge: its rejection rate, n, interval and
-whether it passed); a rule-based judge has none, and the report says so.
+Each row names the judge its judged cells (Track C) were scored with and that judge's decoy
+calibration (`twist judge calibrate`; per style the rejection rate, n and interval, and the
+verdict re-derived from those rates: an incomplete calibration never passes), or says it was
+never calibrated; and its answerer (`answerer_lines`): who turned the system's memories into
+recall answers, and how many it wrote.
 """
 
 from __future__ import annotations
@@ -23,6 +25,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from twistbench.judges import Judge, judge_record
+from twistbench.judges.calibration import (
+    calibration_summary,
+    calibration_verdict,
+    describe_calibration,
+    load_calibration,
+)
 from twistbench.report.keys import KeyRef, require_one_key
 from twistbench.stats import Metric
 from twistbench.tracks import TRACK_ORDER, RunScores, headline_pairs
@@ -54,50 +63,57 @@ def paired(result: TrackResult, column: Column) -> PairedMetric:
                         partner_higher_is_better=column.partner_up)
 
 
-class Calibration(BaseModel):
-    """A judge's calibration on decoys: how often it rejected answers it must reject."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    rejection_rate: float | None
-    n: int = 0
-    interval: tuple[float, float] | None = None
-    passed: bool | None = None
-
-    def describe(self) -> str:
-        if self.rejection_rate is None:
-            return f"calibration: no decoys (n={self.n})"
-        out = f"decoy rejection {self.rejection_rate:.2f}"
-        if self.interval is not None:
-            out += f" [{self.interval[0]:.2f}, {self.interval[1]:.2f}]"
-        out += f", n={self.n}"
-        if self.passed is not None:
-            out += ", passed" if self.passed else ", FAILED"
-        return out
-
-
 class JudgeInfo(BaseModel):
-    """The judge of a run's free-text answers, as its manifest records it."""
+    """The judge of a run's free-text answers, as its manifest records it, with its decoy
+    calibration: the summary `judges.calibration.calibration_summary` derives (per style the
+    rate, n, interval; the verdict re-derived from those rates), None when never calibrated."""
 
     model_config = ConfigDict(extra="forbid")
 
     name: str
     version: str = ""
-    calibration: Calibration | None = None
+    model: str | None = None
+    calibration: dict[str, Any] | None = None
+
+    def title(self) -> str:
+        """'structural v3', or 'llm v1 (gpt-4o-mini)'."""
+        version = f" v{self.version}" if self.version else ""
+        return f"{self.name}{version}" + (f" ({self.model})" if self.model else "")
+
+    def verdict(self) -> str:
+        """Short, for beside a judged column: 'decoys rejected >= 0.826, FAILS calibration
+        (< 0.95: ...)', 'INCOMPLETE calibration, not passing (...)' or 'not calibrated'."""
+        cal = self.calibration
+        if not cal:
+            return "not calibrated"
+        rates = [e.get("rejection_rate") for e in (cal.get("styles") or {}).values()
+                 if e.get("kind") == "decoy" and e.get("rejection_rate") is not None]
+        low = f"decoys rejected >= {min(rates):.3f}, " if rates else ""
+        return f"{low}{calibration_verdict(cal)}"
+
+    def short(self) -> str:
+        """For beside a judged column: 'structural v3: not calibrated'."""
+        return f"{self.title()}: {self.verdict()}"
 
     def describe(self) -> str:
-        """'structural 1 (rule-based: no calibration)' or 'llm-x 2 (decoy rejection ...)'."""
-        head = f"{self.name} {self.version}".strip()
-        if self.calibration is None:
-            return f"{head} (no decoy calibration)"
-        return f"{head} ({self.calibration.describe()})"
+        """Long, for under a table: 'structural v3 — decoys rejected: hedged 1.000 (n 2); ...
+        — INCOMPLETE calibration, not passing (...)'."""
+        return f"{self.title()} — {describe_calibration(self.calibration)}"
 
     @classmethod
-    def from_manifest(cls, record: dict[str, Any] | None, default: str) -> JudgeInfo:
-        record = record or {}
-        cal = record.get("calibration")
-        return cls(name=str(record.get("name") or default), version=str(record.get("version", "")),
-                   calibration=Calibration.model_validate(cal) if isinstance(cal, dict) else None)
+    def from_manifest(cls, record: dict[str, Any] | None, judge: Judge) -> JudgeInfo:
+        """The judge a run recorded (`judge` when the manifest names none). Its calibration:
+        the one the run recorded, re-derived (a manifest written by an older harness may claim a
+        pass its rates do not back), else the one stored for this identity (`twist judge
+        calibrate` after the run), else None."""
+        identity = dict(record or judge_record(judge))
+        recorded = identity.pop("calibration", None)
+        cal = calibration_summary(recorded if recorded is not None
+                                  else load_calibration(identity))
+        model = identity.get("model")
+        return cls(name=str(identity.get("name") or judge.name),
+                   version=str(identity.get("version", "")),
+                   model=str(model) if model else None, calibration=cal)
 
 
 class Cell(BaseModel):
@@ -109,7 +125,7 @@ class Cell(BaseModel):
     pair: PairedMetric | None = None
     errors: int = 0
     missing: int = 0
-    judged: bool = False  # scored through the row's judge (the track records it in details)
+    judged: bool = False  # its pair is decided by the row's judge (the column says so)
 
 
 def make_cell(result: TrackResult | None, column: Column) -> Cell:
@@ -125,7 +141,7 @@ def make_cell(result: TrackResult | None, column: Column) -> Cell:
     else:
         errors, missing = result.error_total, sum(result.missing.values())
     return Cell(column=column.key, status="scored", pair=paired(result, column), errors=errors,
-                missing=missing, judged="judge" in result.details)
+                missing=missing, judged=column.judged)
 
 
 class ProfileRow(BaseModel):
@@ -206,6 +222,28 @@ def group_by_key(entries: list[ProfileEntry]) -> list[Profile]:
     return [build_profile(g) for g in groups.values()]
 
 
-__all__ = ["COLUMNS", "Calibration", "Cell", "Column", "JudgeInfo", "PairedMetric", "Profile",
-           "ProfileEntry", "ProfileRow", "TRACK_ORDER", "build_profile", "build_row",
-           "group_by_key", "make_cell", "paired"]
+def answerer_lines(profile: Profile) -> list[str]:
+    """Each row's answerer (RunScores.answerer, read from the run) and how many recall answers
+    it wrote from the system's memories; the rows it wrote none for, on one line."""
+    lines = []
+    unused: dict[str, list[str]] = {}  # answerer -> the systems that answered every recall
+    for row in profile.rows:
+        a = row.scores.answerer
+        if not a:
+            continue
+        who = (f"{a.get('name')} ({a['model']})" if a.get("model")
+               else f"{a.get('name')} (offline, no model)")
+        if a.get("answered"):
+            lines.append(f"answerer {who}: wrote {a['answered']} of {a.get('recalls', 0)} "
+                         f"recall answers from the memories of {row.system}")
+        else:
+            unused.setdefault(who, []).append(row.system)
+    for who, systems in unused.items():
+        lines.append(f"answerer {who}: not used by {', '.join(systems)} (each answers "
+                     "every recall itself)")
+    return lines
+
+
+__all__ = ["COLUMNS", "Cell", "Column", "JudgeInfo", "PairedMetric", "Profile",
+           "ProfileEntry", "ProfileRow", "TRACK_ORDER", "answerer_lines", "build_profile",
+           "build_row", "group_by_key", "make_cell", "paired"]

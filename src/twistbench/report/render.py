@@ -2,8 +2,9 @@
 
 Headline cells are rendered only from `PairedMetric` (`render_pair` and `render_cell` refuse
 anything else), so a printed detection rate always stands beside its partner. A headline cell is
-short (value and interval of each); under each table: the key version and sha256, the judge and
-its calibration, and the reasons of every N/A cell. Then, per system, every metric with its k/n,
+short (value and interval of each); a judged column names its judge's calibration verdict; under
+each table: the key version and sha256, the judge and its calibration, each run's answerer, and
+the reasons of every N/A cell. Then, per system, every metric with its k/n,
 95% interval and method, and the counted outcomes (errors, missing, excluded...).
 """
 
@@ -12,7 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from twistbench.report.profile import COLUMNS, Cell, Column, PairedMetric, Profile
+from twistbench.report.profile import (
+    COLUMNS,
+    Cell,
+    Column,
+    PairedMetric,
+    Profile,
+    answerer_lines,
+)
 from twistbench.report.terminal import pair_heading
 from twistbench.stats import Metric
 
@@ -80,30 +88,42 @@ def _esc(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def column_heading(col: Column) -> str:
-    """'A online: F1 ↑ / false-flag ↓'."""
-    return f"{col.title}: {pair_heading(col)}"
+def column_heading(col: Column, judge_note: str = "") -> str:
+    """'A online: F1 ↑ / false-flag ↓'; a judged column adds its judge and calibration verdict
+    ('C: current ↑ / stale ↓ (judge structural v3: not calibrated)')."""
+    return f"{col.title}: {pair_heading(col)}" + (f" ({judge_note})" if judge_note else "")
+
+
+def judged(profile: Profile, col: Column) -> bool:
+    return any(r.cells[col.key].judged for r in profile.rows)
+
+
+def judged_note(profile: Profile) -> str:
+    """What a judged column's header carries: each distinct judge and its calibration verdict
+    ('judge structural v3: decoys rejected >= 0.826, FAILS calibration (< 0.95: ...)')."""
+    return "; ".join(f"judge {j.short()}" for j in profile.judges())
 
 
 def judge_line(profile: Profile) -> str:
     """Who judged the judged columns, with each judge's decoy calibration."""
-    judged = [c.title for c in profile.scored_columns()
-              if any(r.cells[c.key].judged for r in profile.rows)]
+    titles = [c.title for c in profile.scored_columns() if judged(profile, c)]
     judges = profile.judges()
-    if not judged or not judges:
+    if not titles or not judges:
         return ""
     if len(judges) == 1:
-        return f"Judge of {', '.join(judged)}: {judges[0].describe()}."
+        return f"Judge of {', '.join(titles)}: {judges[0].describe()}."
     per = "; ".join(f"{r.system}: {r.judge.describe()}" for r in profile.rows if r.judge)
-    return f"Judges of {', '.join(judged)} differ between rows — {per}."
+    return f"Judges of {', '.join(titles)} differ between rows — {per}."
 
 
 def render_profile_markdown(profile: Profile, details: bool = True, digits: int = 2,
                             image: str | None = None) -> str:
-    """The profile table (columns scored for some system; ↑/↓ say which way is good), the key
-    and the judge under it, N/A reasons, and (details=True) every metric with its counts."""
+    """The profile table (columns scored for some system; ↑/↓ say which way is good; a judged
+    column names its judge's calibration verdict), the key, the judge and each answerer under
+    it, N/A reasons, and (details=True) every metric with its counts."""
     cols = profile.scored_columns() or [c for c in COLUMNS if c.key in profile.columns]
-    head = ["System"] + [column_heading(c) for c in cols]
+    note = judged_note(profile)
+    head = ["System"] + [column_heading(c, note if judged(profile, c) else "") for c in cols]
     lines = [f"## TWIST profile — {profile.dataset}", ""]
     if image:
         lines += [f"![TWIST profile: each track's pair per system]({image})", ""]
@@ -122,11 +142,13 @@ def render_profile_markdown(profile: Profile, details: bool = True, digits: int 
     jl = judge_line(profile)
     if jl:
         lines += ["", jl]
+    lines += [f"- {_esc(line)}" for line in answerer_lines(profile)]
     lines += ["", "Cells: value [95% interval] of the metric / of its partner (↑ higher is "
               "better, ↓ lower); counts are in the details below. Proportions use Wilson "
               "intervals; F1, balanced accuracy and means a bootstrap clustered by "
-              "conversation. Errors are failed system calls, excluded from every metric. Online "
-              "and batch tension modes are separate columns and must not be compared."]
+              "conversation. Errors are failed system calls (and failed judgements), excluded "
+              "from every metric. Online and batch tension modes are separate columns and must "
+              "not be compared."]
     if notes:
         lines += [""] + [f"- {_esc(n)}" for n in notes]
     if details:

@@ -24,7 +24,7 @@ from twistbench.contract import Capabilities
 from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.datasets.registry import DatasetOptions, load_dataset
 from twistbench.errors import InputError
-from twistbench.judges import DEFAULT_JUDGE, make_judge
+from twistbench.judges import judge_from_record
 from twistbench.model import Dataset
 from twistbench.records import (
     MANIFEST,
@@ -106,16 +106,17 @@ def load_run(folder: str | Path, dataset: Dataset | None = None, locomo: Path | 
     records = read_records(folder)
     plan: dict[str, str] = manifest.get("tracks") or {}
     ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
-    judge = make_judge((manifest.get("judge") or {}).get("name") or DEFAULT_JUDGE)
+    judge = judge_from_record(manifest.get("judge"))
     scores = score_run(dataset, records, caps, keys=ran, judge=judge,
                        source=str(folder / "items.jsonl"))
+    scores.answerer = answerer_used(manifest.get("answerer"), records)
     for k in TRACK_ORDER:
         if k not in ran:
             reason = plan.get(k, "not run")
             reason = reason[5:] if reason.startswith("N/A: ") else reason
             scores.tracks[k] = TrackResult.not_applicable(k, TRACKS[k].title, reason)
     name = name or display_name(manifest, folder)
-    info = JudgeInfo.from_manifest(manifest.get("judge"), judge.name)
+    info = JudgeInfo.from_manifest(manifest.get("judge"), judge)
     entry = ProfileEntry(system=name, scores=scores, run=str(folder), judge=info)
     # the item browser sees the records as scoring did: a failed ingest's items are errors
     return entry, RunData(name=name, dataset=dataset, records=charge_ingest_failures(records),
@@ -225,6 +226,21 @@ def read_audit(folder: str | Path) -> dict[str, Any]:
         raise InputError(str(path), "no score shifts", field="shifts",
                          expected="audit.json written by `twist audit`")
     return {"folder": str(folder), "config": doc.get("config") or {}, "shifts": doc["shifts"]}
+
+
+def answerer_used(recorded: dict[str, Any] | None, records: list[ItemRecord]
+                  ) -> dict[str, Any]:
+    """The run's answerer and how many recall answers it wrote (from the system's memories)
+    out of all recall answers; a run from before answerers existed had none."""
+    answered = recalls = 0
+    for r in records:
+        answer = (r.output or {}).get("answer") if r.ok else None
+        if isinstance(answer, dict):
+            recalls += 1
+            answered += answer.get("retrieved") is not None
+    base = dict(recorded) if recorded else {"name": "extractive", "version": "1",
+                                            "model": None, "recorded": False}
+    return {**base, "answered": answered, "recalls": recalls}
 
 
 @dataclass

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from rich.text import Text
 
-from twistbench.report.profile import COLUMNS, Cell, Column, Profile
+from twistbench.report.profile import COLUMNS, Cell, Column, Profile, answerer_lines
 from twistbench.sanitize import control_free
 from twistbench.stats import Metric
 
@@ -188,6 +188,8 @@ def profile_lines(profile: Profile, width: int = 80, written: Sequence[str] = ()
     judged = [c.title for c in cols if any(r.cells[c.key].judged for r in profile.rows)]
     for j in profile.judges() if judged else []:
         out += wrapped(f"judge of {', '.join(judged)}: {j.describe()}", "dim")
+    for line in answerer_lines(profile):
+        out += wrapped(line, "dim")
     for col_titles, systems, reason in na_groups(profile):
         out += wrapped(f"{', '.join(col_titles)}: {', '.join(systems)} — {reason}", "dim", "N/A ")
     if written:

@@ -2,7 +2,9 @@
 and output validation.
 
 A call that raises, runs past the timeout, or returns something that does not validate becomes a
-SystemCallError; the runner records it as the item's error. Nothing a system does can end the
+SystemCallError; the runner records it as the item's error. A recall that returns Memories is
+answered here by the run's answerer (answerers/); an answerer that fails is the item's error
+too (kind "answerer_error"). Nothing a system does can end the
 run: an exception whose __str__ raises, a Mapping whose access raises, a model_dump that raises,
 an output that is not JSON all become errors of that item. Where calls run, and what a timeout
 does, is the executor's business (runs/isolation.py); the runner restores a conversation after a
@@ -17,11 +19,13 @@ so no object of the system's survives past this module; an output whose JSON is 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from twistbench.answerers import Answerer, AnswererError, answer_recall
+from twistbench.answerers.extractive import ExtractiveAnswerer
 from twistbench.contract import Capabilities, MemorySystem
 from twistbench.model import (
     Answer,
@@ -29,6 +33,7 @@ from twistbench.model import (
     Event,
     IngestResult,
     LineageRecord,
+    Memories,
     ScoredMemory,
     Tension,
     Verdict,
@@ -50,7 +55,8 @@ DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
 _TENSIONS = TypeAdapter(list[Tension])
 _SCORED = TypeAdapter(list[ScoredMemory])
 _LINEAGE = TypeAdapter(list[LineageRecord])
-_ADAPTERS: dict[type, TypeAdapter] = {m: TypeAdapter(m) for m in (IngestResult, Answer, Verdict)}
+_ADAPTERS: dict[type, TypeAdapter] = {m: TypeAdapter(m) for m in (IngestResult, Answer, Verdict,
+                                                                  Memories)}
 
 Executor = ThreadExecutor | ProcessExecutor
 
@@ -60,11 +66,14 @@ class GuardedSystem:
 
     timeout_s: the default per-call limit. factory: builds a fresh instance after a timeout
     (thread executor). redactor: scrubs secrets from error messages before they are cut.
-    max_output_bytes: the largest output (as JSON) that is accepted and stored."""
+    max_output_bytes: the largest output (as JSON) that is accepted and stored. answerer: what
+    answers a recall that returns Memories (default the offline extractive answerer)."""
 
     def __init__(self, system: MemorySystem | Executor, timeout_s: float, *,
                  factory: SystemFactory | None = None, redactor: Redactor | None = None,
-                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES):
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES,
+                 answerer: Answerer | None = None):
+        self.answerer: Answerer = answerer or ExtractiveAnswerer()
         if isinstance(system, (ThreadExecutor, ProcessExecutor)):
             self.executor: Executor = system
         else:
@@ -163,6 +172,17 @@ class GuardedSystem:
             return exc
         return None
 
+    def diagnostics(self) -> dict[str, Any]:
+        """The system's own counters (its optional `diagnostics()`: dropped citations,
+        rejected operations), or {} for a system without one."""
+        try:
+            out = self._call("diagnostics", ())
+        except SystemCallError as exc:
+            if exc.message.startswith("AttributeError"):
+                return {}
+            raise
+        return {str(k): v for k, v in out.items()} if isinstance(out, Mapping) else {}
+
     # -- the contract, guarded ----------------------------------------------------------------
 
     def reset(self, conversation_id: str) -> None:
@@ -179,7 +199,18 @@ class GuardedSystem:
         return self._validate("flag_tensions", self._call("flag_tensions", ()), _TENSIONS)
 
     def recall(self, query: str) -> Answer:
-        return self._validate("recall", self._call("recall", (query,)), _ADAPTERS[Answer])
+        out = self._call("recall", (query,))
+        if _is_memories(out):
+            reply = self._validate("recall", _memories_shape(out), _ADAPTERS[Memories])
+        else:
+            reply = self._validate("recall", out, _ADAPTERS[Answer])
+        try:
+            return answer_recall(query, reply, self.answerer)
+        except AnswererError as exc:
+            raise SystemCallError("answerer_error", "recall", self._message(
+                f"answerer {self.answerer.name}: {exc}")) from None
+        except ValueError as exc:
+            raise SystemCallError("invalid_output", "recall", self._message(str(exc))) from None
 
     def check_alignment(self, draft: str) -> Verdict:
         return self._validate("check_alignment", self._call("check_alignment", (draft,)),
@@ -199,6 +230,24 @@ class _TooLarge(Exception):
     def __init__(self, size: int):
         super().__init__(size)
         self.size = size
+
+
+def _is_memories(value: Any) -> bool:
+    """Whether a recall reply is memories: a Memories object, a list (of memories), or a
+    mapping with "memories" and no "text". Anything odd is left to the Answer check."""
+    try:
+        if isinstance(value, (Memories, list, tuple)):
+            return True
+        return isinstance(value, Mapping) and "memories" in value and "text" not in value
+    except Exception:  # noqa: BLE001 - a mapping whose access raises fails validation later
+        return False
+
+
+def _memories_shape(value: Any) -> Any:
+    """A bare list of memories as the Memories shape."""
+    if isinstance(value, (list, tuple)):
+        return {"memories": [v.model_dump() if isinstance(v, BaseModel) else v for v in value]}
+    return value
 
 
 def _plain(value: Any) -> Any:

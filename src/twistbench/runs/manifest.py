@@ -87,8 +87,9 @@ def input_hashes(dataset: Dataset) -> dict[str, str]:
 
 def run_config(dataset: Dataset, system_name: str, system_spec: str, system_config: dict[str, Any],
                plan: dict[str, str], conversations: Sequence[str] | None, seed: int,
-               judge: dict[str, str], redactor: Redactor) -> dict[str, Any]:
-    """The part of the manifest that the fingerprint covers."""
+               judge: dict[str, Any], redactor: Redactor,
+               answerer: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The part of the manifest that the fingerprint covers (the answerer of memories too)."""
     return redactor.config({
         "dataset": {"name": dataset.name, "version": dataset.version,
                     "sha256": dataset.key_sha256, "inputs": input_hashes(dataset)},
@@ -97,6 +98,7 @@ def run_config(dataset: Dataset, system_name: str, system_spec: str, system_conf
         "conversations": list(conversations) if conversations else None,
         "seed": seed,
         "judge": judge,
+        "answerer": answerer,
     })
 
 
@@ -117,6 +119,7 @@ def start_manifest(config: dict[str, Any], dataset: Dataset, dataset_source: dic
         "tracks": config["tracks"],
         "seeds": {"run": seed},
         "judge": config["judge"],
+        "answerer": config.get("answerer"),
         "timeouts": timeouts,
         "fingerprint": fingerprint(config),
         "started": now_iso(),
@@ -130,14 +133,18 @@ def finish_manifest(manifest: dict[str, Any], status: str, records: list[ItemRec
                     new: int, skipped: int, replay_failures: int) -> dict[str, int]:
     """Close the manifest: end time, status and counts. Returns the errors per track."""
     by_track: dict[str, int] = {}
+    answered = 0
     for r in records:
         if r.error is not None:
             by_track[r.track] = by_track.get(r.track, 0) + 1
+        answer = (r.output or {}).get("answer")
+        if isinstance(answer, dict) and answer.get("retrieved") is not None:
+            answered += 1
     manifest.update({
         "ended": now_iso(),
         "status": status,
         "counts": {"items": len(records), "errors": sum(by_track.values()),
                    "errors_by_track": by_track, "new_items": new, "skipped": skipped,
-                   "replay_failures": replay_failures},
+                   "replay_failures": replay_failures, "answered_from_memories": answered},
     })
     return by_track

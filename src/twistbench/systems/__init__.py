@@ -1,8 +1,9 @@
 """Reference systems and the table that `twist run --system` resolves.
 
-Built-in names: flat-rag, fact-rag, heuristic, oracle (the default four), and mem0 (the
-optional mem0 extra); "http://host:port" (or https://) is a system served over the HTTP
-contract (systems/http.py); installed plugins register more under the
+Built-in names: flat-rag, fact-rag, heuristic, oracle (the default four), mem0 (the optional
+mem0 extra) and, where an LLM endpoint is configured, flat-rag-llm, full-context and
+fact-rag-llm; "http://host:port" (or https://) is a system served over the HTTP contract
+(systems/http.py); installed plugins register more under the
 `twistbench.systems` entry-point group. Any other spec "package.module:Class" or
 "path/to/file.py:Class" is imported and constructed with the `-S key=value` options, coerced to
 the types the constructor's annotations declare. Only registry entries with gold_channel=True
@@ -22,6 +23,7 @@ from typing import Any
 
 from twistbench.contract import GoldReader, MemorySystem
 from twistbench.errors import InputError
+from twistbench.llm import is_configured
 from twistbench.model import Dataset
 from twistbench.plugins import entry_points, resolve
 from twistbench.systems.http import HttpSystem, is_http_spec
@@ -36,6 +38,7 @@ class SystemEntry:
     target: str  # "module:Class", "file.py:Class", or the entry point's value
     gold_channel: bool
     description: str
+    needs_llm: bool = False  # available only when an LLM endpoint is configured (SYSTEM role)
 
 
 # The built-in reference systems. A separate package registers its own under the
@@ -58,6 +61,15 @@ REGISTRY: dict[str, SystemEntry] = {
         SystemEntry("mem0", "twistbench.systems.mem0:Mem0System", False,
                     "Mem0 OSS (pip install 'twistbench[mem0]'): offline, infer=False, in-memory "
                     "Qdrant, MiniLM int8; one add per turn keeps source turns"),
+        SystemEntry("flat-rag-llm", "twistbench.systems.flat_rag_llm:FlatRAGLLM", False,
+                    "flat RAG + a model: retrieved turns -> verdict with citations, tensions "
+                    "asked per session, answers citing turns (the public TWIST baseline)", True),
+        SystemEntry("full-context", "twistbench.systems.full_context:FullContext", False,
+                    "the whole record in the model's context where it fits; declines where "
+                    "it does not", True),
+        SystemEntry("fact-rag-llm", "twistbench.systems.fact_rag_llm:FactRAGLLM", False,
+                    "Mem0-style: a model extracts facts (ADD / UPDATE / DELETE with source "
+                    "turns); recall returns memories for the run's answerer", True),
     ]
 }
 
@@ -82,6 +94,11 @@ def make_system(spec: str, options: dict[str, str] | None = None
     with gold_channel=True (the oracle) ever receive gold.
     """
     options = dict(options or {})
+    if spec in REGISTRY and REGISTRY[spec].needs_llm and not is_configured(role="system"):
+        raise InputError("--system", f"{spec} needs an LLM endpoint and none is configured",
+                         field="system", expected="TWIST_LLM_BASE_URL and TWIST_LLM_MODEL (or "
+                         "TWIST_SYSTEM_BASE_URL / TWIST_SYSTEM_MODEL) naming an "
+                         "OpenAI-compatible endpoint")
     table = {name: e.target for name, e in REGISTRY.items()}
     if is_http_spec(spec):  # a system served over the HTTP contract (systems/http.py)
         cls: Any = functools.partial(HttpSystem, spec)

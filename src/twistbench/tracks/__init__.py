@@ -9,7 +9,7 @@ headline pairs (`headline_pairs()` collects them for the profile) and per-item o
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -45,6 +45,10 @@ class RunScores(BaseModel):
     tracks: dict[str, TrackResult] = Field(default_factory=dict)
     records: int = 0
     ingest_errors: int = 0
+    # Who answered (set from the run's manifest by report/runs.py): the answerer's identity
+    # with how many recalls it answered from the system's memories. Who judged, with the
+    # judge's decoy calibration, is the profile row's JudgeInfo (report/profile.py).
+    answerer: dict[str, Any] | None = None
 
     def track(self, key: str) -> TrackResult:
         return self.tracks[key]

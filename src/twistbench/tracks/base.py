@@ -105,6 +105,7 @@ class HeadlinePair:
     primary_up: bool  # higher is better
     partner_up: bool
     sub: str | None = None
+    judged: bool = False  # the run's judge decides it: reports print the judge beside it
 
 
 class TrackResult(BaseModel):

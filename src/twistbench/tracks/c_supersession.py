@@ -19,6 +19,8 @@ Scoring goes through the run's `Judge` (judges/; the structural judge by default
 - resolution responsiveness: stale rate of the current query before minus stale rate of the
   post-resolution query after, over the chains where a tension was resolved and both answers
   exist (paired; cluster-bootstrap interval).
+A judgement the judge cannot make (an LLM judge's failed call) is counted in errors["judge"]
+and the item left out of every rate, like a failed system call.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections import defaultdict
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.judges.base import Judge, JudgeVerdict
+from twistbench.judges.base import Judge, JudgeError, JudgeVerdict, classify_all
 from twistbench.judges.structural import StructuralJudge
 from twistbench.model import Answer, ChainQuery, Dataset, UpdateChain
 from twistbench.records import ItemRecord
@@ -134,7 +136,7 @@ class SupersessionTrack:
     key = KEY
     title = TITLE
     headline = (HeadlinePair("C", "C", KEY, "current_rate", "stale_rate", "current / stale",
-                             True, False),)
+                             True, False, judged=True),)
 
     def __init__(self, judge: Judge | None = None):
         self.judge: Judge = judge or StructuralJudge()
@@ -178,18 +180,25 @@ class SupersessionTrack:
             if output.get("answer") is None:
                 return {"outcome": "no_tension"}
             answer = Answer.model_validate(output["answer"])
-            return judge.classify(chain, query, answer).as_dict()
+            try:
+                return judge.classify(chain, query, answer).as_dict()
+            except JudgeError as exc:
+                return {"judge_error": {"kind": exc.kind, "message": exc.message[:500]}}
         return score
 
     @staticmethod
     def _judged(dataset: Dataset, records: list[ItemRecord], judge: Judge
                 ) -> tuple[dict[str, tuple[UpdateChain, ChainQuery, JudgeVerdict | None]],
                            dict[str, int], dict[str, int]]:
-        """item id -> (chain, query, verdict or None for no_tension); errors; missing."""
+        """item id -> (chain, query, verdict or None for no_tension); errors; missing.
+
+        A judgement that fails (JudgeError) is counted under errors["judge"] and its item left
+        out, like a failed system call."""
         index = {item_id(ch.id, q.id): (ch, q) for ch in dataset.update_chains for q in ch.queries}
         out: dict[str, tuple[UpdateChain, ChainQuery, JudgeVerdict | None]] = {}
         errors: dict[str, int] = defaultdict(int)
         seen: set[str] = set()
+        to_judge: list[tuple[str, UpdateChain, ChainQuery, Answer]] = []
         for r in records:
             if r.track != KEY or r.item_id not in index:
                 continue
@@ -199,9 +208,16 @@ class SupersessionTrack:
                 errors[q.kind] += 1
                 continue
             ans = r.output.get("answer")
-            verdict = (None if ans is None
-                       else judge.classify(ch, q, Answer.model_validate(ans)))
-            out[r.item_id] = (ch, q, verdict)
+            if ans is None:
+                out[r.item_id] = (ch, q, None)
+            else:
+                to_judge.append((r.item_id, ch, q, Answer.model_validate(ans)))
+        verdicts = classify_all(judge, [(ch, q, a) for _, ch, q, a in to_judge])
+        for (iid, ch, q, _), verdict in zip(to_judge, verdicts):
+            if isinstance(verdict, JudgeError):
+                errors["judge"] += 1
+                continue
+            out[iid] = (ch, q, verdict)
         missing: dict[str, int] = defaultdict(int)
         for iid, (_ch, q) in index.items():
             if iid not in seen:
@@ -245,6 +261,7 @@ class SupersessionTrack:
             note="current answers that cite a current state's turn")
         res.details["outcomes"] = outcomes
         res.details["judge"] = judge.name
+        res.details["judge_errors"] = errors.get("judge", 0)
         # post-resolution
         if post_na:
             res.na["post_resolution"] = post_na

@@ -17,18 +17,28 @@ run and not scored; their number is reported.
 
 Headline: mean F1 over categories 1-4 (the answerable questions), paired with evidence recall;
 the overall mean with category 5 and every category are in the JSON.
+
+J: when the run's judge grades LoCoMo answers (`judge_qa`: the structural judge by its F1 rule,
+the LLM judge by the published J protocol), `j` is the share judged CORRECT over categories
+1-4 (category 5 has no gold answer to judge against), per category too; a judgement that fails
+is counted in errors["judge"] and left out.
 """
 
 from __future__ import annotations
 
-import functools
-import re
-import string
-from collections import Counter, defaultdict
+from collections import defaultdict
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.judges.base import Judge
+from twistbench.judges.base import Judge, JudgeError, QACase, QAJudge, QAVerdict, judge_qa_all
+from twistbench.judges.locomo_f1 import (  # re-exported: the track's official F1
+    ADVERSARIAL_PHRASES,
+    f1_multi,
+    f1_score,
+    normalize_answer,
+    qa_score,
+)
+from twistbench.judges.structural import StructuralJudge
 from twistbench.model import Answer, Dataset, QAItem
 from twistbench.records import ItemRecord
 from twistbench.stats import rate
@@ -46,62 +56,6 @@ KEY = "locomo"
 TITLE = "LoCoMo QA"
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
                   5: "adversarial"}
-ADVERSARIAL_PHRASES = ("no information available", "not mentioned")
-
-
-@functools.lru_cache(maxsize=1)
-def _stem():  # noqa: ANN202
-    # Imported on first use: `import nltk` pulls scipy.stats and costs ~2 s, which every
-    # `twist` command would otherwise pay at start-up.
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer().stem
-_PUNCT = set(string.punctuation)
-_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
-
-
-def normalize_answer(s: str) -> str:
-    """LoCoMo's normalize_answer (commas, case, punctuation, a/an/the/and, whitespace)."""
-    s = s.replace(",", "")
-    s = s.lower()
-    s = "".join(ch for ch in s if ch not in _PUNCT)
-    s = _ARTICLES.sub(" ", s)
-    return " ".join(s.split())
-
-
-def f1_score(prediction: str, ground_truth: str) -> float:
-    """Token F1 of Porter-stemmed normalised tokens (LoCoMo's f1_score)."""
-    pred = [_stem()(w) for w in normalize_answer(prediction).split()]
-    gold = [_stem()(w) for w in normalize_answer(ground_truth).split()]
-    common = Counter(pred) & Counter(gold)
-    same = sum(common.values())
-    if same == 0:
-        return 0.0
-    precision = same / len(pred)
-    recall = same / len(gold)
-    return 2 * precision * recall / (precision + recall)
-
-
-def f1_multi(prediction: str, ground_truth: str) -> float:
-    """Category 1: mean over gold parts (split on ',') of the best F1 against any predicted part."""
-    preds = [p.strip() for p in prediction.split(",")]
-    golds = [g.strip() for g in ground_truth.split(",")]
-    return sum(max(f1_score(p, g) for p in preds) for g in golds) / len(golds)
-
-
-def qa_score(category: int, prediction: str, answer: Any) -> float:
-    """The official per-question score for one category."""
-    if category == 5:
-        low = prediction.lower()
-        return 1.0 if any(ph in low for ph in ADVERSARIAL_PHRASES) else 0.0
-    gold = "" if answer is None else str(answer)
-    if category == 3:
-        gold = gold.split(";")[0].strip()
-    if category == 1:
-        return float(f1_multi(prediction, gold))
-    if category in (2, 3, 4):
-        return float(f1_score(prediction, gold))
-    raise ValueError(f"unknown LoCoMo category {category}")
 
 
 def evidence_recall(gold: list[str], cited: list[str]) -> float | None:
@@ -122,9 +76,26 @@ def _make_recall(text: str):
     return run
 
 
-def score_item(qa: QAItem, answer: Answer) -> dict[str, Any]:
-    return {"f1": qa_score(qa.category, answer.text, qa.answer),
-            "evidence_recall": evidence_recall(qa.evidence, answer.evidence)}
+def score_item(qa: QAItem, answer: Answer, judge: Judge | None = None) -> dict[str, Any]:
+    """The official F1 and evidence recall; with a judge that grades LoCoMo answers and a
+    judgeable question (categories 1-4), its verdict under "j" (or "judge_error")."""
+    out: dict[str, Any] = {"f1": qa_score(qa.category, answer.text, qa.answer),
+                           "evidence_recall": evidence_recall(qa.evidence, answer.evidence)}
+    case = judge_case(qa, answer)
+    if case is not None and isinstance(judge, QAJudge):
+        try:
+            out["j"] = judge.judge_qa(case).as_dict()
+        except JudgeError as exc:
+            out["judge_error"] = {"kind": exc.kind, "message": exc.message[:500]}
+    return out
+
+
+def judge_case(qa: QAItem, answer: Answer) -> QACase | None:
+    """What a judge grades for this question, or None (category 5: no gold answer)."""
+    if qa.category == 5:
+        return None
+    return QACase(question=qa.question, gold="" if qa.answer is None else str(qa.answer),
+                  answer=answer.text, category=qa.category)
 
 
 class LocomoQATrack:
@@ -149,12 +120,14 @@ class LocomoQATrack:
         return [Task(item_id=item_id(q.id), track=KEY, kind=f"cat{q.category}",
                      conversation=conversation_id, phase=PHASE_QUERY,
                      request={"call": "recall", "query": q.question}, run=_make_recall(q.question),
-                     score=lambda o, q=q: score_item(q, Answer.model_validate(o["answer"])))
+                     score=lambda o, q=q: score_item(q, Answer.model_validate(o["answer"]),
+                                                     judge))
                 for q in dataset.items_of(conversation_id, "qa") if not q.excluded]
 
     def _rows(self, dataset: Dataset, records: list[ItemRecord]):
         index = {item_id(q.id): q for q in dataset.qa if not q.excluded}
         rows: list[tuple[QAItem, dict[str, Any]]] = []
+        answers: dict[str, Answer] = {}
         errors: dict[str, int] = defaultdict(int)
         seen: set[str] = set()
         for r in records:
@@ -166,18 +139,28 @@ class LocomoQATrack:
                 errors[f"cat{q.category}"] += 1
                 continue
             rows.append((q, score_item(q, Answer.model_validate(r.output["answer"]))))
+            answers[r.item_id] = Answer.model_validate(r.output["answer"])
         missing: dict[str, int] = defaultdict(int)
         for iid, q in index.items():
             if iid not in seen:
                 missing[f"cat{q.category}"] += 1
-        return rows, dict(errors), dict(missing)
+        return rows, dict(errors), dict(missing), answers
+
+    @staticmethod
+    def _judged(rows: list[tuple[QAItem, dict[str, Any]]], answers: dict[str, Answer],
+                judge: QAJudge) -> list[tuple[QAItem, QAVerdict | JudgeError]]:
+        """The judge's verdict on every judgeable row (in one batch where it can)."""
+        cases = [(q, judge_case(q, answers[item_id(q.id)])) for q, _ in rows]
+        todo = [(q, c) for q, c in cases if c is not None]
+        verdicts = judge_qa_all(judge, [c for _, c in todo])
+        return [(q, v) for (q, _), v in zip(todo, verdicts)]
 
     def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
               judge: Judge | None = None) -> TrackResult:
         why = self.not_applicable(caps, dataset)
         if why:
             return TrackResult.not_applicable(KEY, TITLE, why)
-        rows, errors, missing = self._rows(dataset, records)
+        rows, errors, missing, answers = self._rows(dataset, records)
 
         def f1_rate(name: str, sel) -> Any:
             per: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
@@ -209,6 +192,8 @@ class LocomoQATrack:
             if cat != 5:
                 m[f"evidence_recall_cat{cat}"] = ev_rate(f"evidence_recall_cat{cat}",
                                                          lambda q, c=cat: q.category == c)
+        if judge is None or isinstance(judge, QAJudge):
+            self._score_j(res, rows, answers, judge or StructuralJudge())
         res.counts = {
             "qa": len(dataset.qa),
             "excluded": sum(1 for q in dataset.qa if q.excluded),
@@ -217,14 +202,43 @@ class LocomoQATrack:
         }
         return res
 
+    def _score_j(self, res: TrackResult, rows: list[tuple[QAItem, dict[str, Any]]],
+                 answers: dict[str, Answer], judge: QAJudge) -> None:
+        judged = self._judged(rows, answers, judge)
+        failed = sum(isinstance(v, JudgeError) for _, v in judged)
+        if failed:
+            res.errors["judge"] = failed
+        ok = [(q, v) for q, v in judged if isinstance(v, QAVerdict)]
+
+        def j_rate(name: str, sel) -> Any:
+            per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+            for q, v in ok:
+                if sel(q):
+                    per[q.conversation][0] += v.correct
+                    per[q.conversation][1] += 1
+            return rate(name, {c: (float(k), n) for c, (k, n) in per.items()})
+
+        m = res.metrics
+        m["j"] = j_rate("j", lambda q: True)
+        m["j"].note = f"share judged CORRECT by judge {judge.name}, categories 1-4"
+        for cat in (1, 2, 3, 4):
+            m[f"j_cat{cat}"] = j_rate(f"j_cat{cat}", lambda q, c=cat: q.category == c)
+            m[f"j_cat{cat}"].note = CATEGORY_NAMES[cat]
+        res.details["judge"] = judge.name
+        res.details["judge_errors"] = failed
+
     def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
                  judge: Judge | None = None) -> list[ItemOutcome]:
         """Per question: its official score (F1 in [0, 1]; 0/1 for category 5)."""
         if self.not_applicable(caps, dataset):
             return []
-        rows, _, _ = self._rows(dataset, records)
+        rows, _, _, _ = self._rows(dataset, records)
         return [ItemOutcome(item_id=q.id, item_type=f"locomo:cat{q.category}",
                             conversation=q.conversation, value=s["f1"]) for q, s in rows]
 
 
 TRACK = LocomoQATrack()
+
+__all__ = ["ADVERSARIAL_PHRASES", "CATEGORY_NAMES", "KEY", "TITLE", "TRACK", "LocomoQATrack",
+           "evidence_recall", "f1_multi", "f1_score", "normalize_answer", "qa_score",
+           "score_item"]
