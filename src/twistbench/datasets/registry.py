@@ -32,7 +32,7 @@ from twistbench.datasets.errata import AUDIT_VERSIONS, pinned_audit
 from twistbench.datasets.keyfile import read_key
 from twistbench.datasets.locomo import locomo_dataset
 from twistbench.datasets.longmemeval import load_longmemeval
-from twistbench.datasets.paths import TWIST_B_KEY, data_dir, resolve_shared_or_path
+from twistbench.datasets.paths import TWIST_B_KEY, cs2_key_path, data_dir, resolve_shared_or_path
 from twistbench.datasets.twist_b import load_twist_b
 from twistbench.datasets.twist_cs import load_cs_dataset
 from twistbench.datasets.twist_locomo import KEY_NAME as LOCOMO_KEY_NAME
@@ -94,7 +94,13 @@ def _beam_sha256(opts: DatasetOptions) -> str:
 REGISTRY: dict[str, DatasetEntry] = {
     e.name: e
     for e in [
-        DatasetEntry("twist-cs-1.0", "TWIST-CS: six synthetic customer-success workspaces, all "
+        DatasetEntry("twist-cs-2.0", "TWIST-CS 2.0: six customer-success workspaces written from "
+                     "hand-written banks, all four tracks, contrast sets and distractors (crisis "
+                     "plants with --include-crisis)", False,
+                     lambda o: load_cs_dataset(cs2_key_path(o.include_crisis),
+                                               include_crisis=o.include_crisis)),
+        DatasetEntry("twist-cs-1.0", "TWIST-CS 1.0: the first, templated key, kept loadable for "
+                     "comparison; six synthetic customer-success workspaces, all "
                      "four tracks (crisis plants with --include-crisis)", False,
                      lambda o: load_cs_dataset(include_crisis=o.include_crisis)),
         DatasetEntry("twist-locomo-1.0", "TWIST items injected into LoCoMo, plus LoCoMo QA "
@@ -130,7 +136,7 @@ REGISTRY: dict[str, DatasetEntry] = {
 # What `twist run` and `twist list` offer: every entry (an AuditCorpus runs as its QA).
 DATASETS: dict[str, DatasetEntry] = dict(REGISTRY)
 
-DEFAULT_DATASET = "twist-cs-1.0"
+DEFAULT_DATASET = "twist-cs-2.0"
 
 
 def load_dataset(name_or_path: str, opts: DatasetOptions | None = None) -> Dataset:
