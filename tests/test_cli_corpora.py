@@ -92,6 +92,9 @@ def test_longmemeval_run_and_trace(tmp_path: Path) -> None:
     assert manifest["config"]["dataset"]["name"] == "longmemeval"
     assert len(manifest["config"]["dataset"]["sha256"]) == 64
     assert "LoCoMo" in r.stdout
+    # a saved run re-scores: the manifest says how to load the corpus again (--data included)
+    rep = twist("report", str(out))
+    assert rep.returncode == 0 and "LoCoMo" in rep.stdout, rep.stderr
 
     tr = tmp_path / "trace"
     r = twist("trace", "-s", "flat-rag", "-S", "retriever=lexical", "-d", "longmemeval",
