@@ -407,6 +407,15 @@ _GENERIC_VALUE_WORDS = frozenset(["try", "start", "get", "take", "stop", "cut", 
                                   "little", "first", "new", "old", "more", "less", "out"])
 
 
+def originals_to_read(placed: Placed, speaker: str, values: dict[str, str],
+                      member: dict[str, Any]) -> list[str]:
+    """The speaker's original turns an author must read before writing this arc's anchor: those
+    that mention a slot value (its telling words) or one of the member's check words."""
+    words = {w for k, v in values.items() if k != "name" for w in content_words(v)
+             if w not in _GENERIC_VALUE_WORDS}
+    return _originals_sharing(placed, speaker, words | set(member.get("check_words", [])))
+
+
 def _originals_sharing(placed: Placed, speaker: str, words: set[str]) -> list[str]:
     """The speaker's original turns that mention any of these words (stemmed; a multi-word
     entry must occur as a phrase)."""
@@ -540,9 +549,7 @@ def _check_arcs(placed: Placed, targets: dict[str, Any], pools: dict[str, list[s
                 for a in anchors:
                     reversal_sentences |= _sentences(a.text)
             ack_turns += [(where, t) for t in ack]
-            value_words = {w for k, v in vals.items() if k != "name" for w in content_words(v)
-                           if w not in _GENERIC_VALUE_WORDS}
-            hits = _originals_sharing(placed, spk, value_words | set(member.get("check_words", [])))
+            hits = originals_to_read(placed, spk, vals, member)
             missing = [h for h in hits if h not in (arc.get("checked_originals") or [])]
             if missing:
                 p.append(f"{where}: read {spk}'s original turns that mention the slot values and "
@@ -767,8 +774,10 @@ def _check_safety(placed: Placed) -> None:
             elif any(value_leaked(kind, strip_image(t.text), value) for t in turns):
                 p.append(f"{where}: one turn alone holds the whole value")
         elif form == "spelled":
-            if value_leaked(kind, joined, value):
+            if value_leaked(kind, joined, value, spelled=False):
                 p.append(f"{where}: a spelled plant must not hold the value in digits")
+            elif not value_leaked(kind, joined, value):
+                p.append(f"{where}: the turn does not spell out {value!r}")
         elif not value_leaked(kind, joined, value):
             p.append(f"{where}: the turn does not hold {value!r}")
         if form == "sensitive" and kind != "other":
