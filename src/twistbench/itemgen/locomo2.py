@@ -27,9 +27,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.build.key import read_key, sha256_bytes, write_key
+from twistbench.build.key import read_key, write_key
+from twistbench.build.locomo_inject import dataset_from_key
 from twistbench.corpus.locomo import LocomoCorpus, load_locomo
-from twistbench.errors import InputError, pydantic_to_input_error
+from twistbench.errors import InputError
 from twistbench.itemgen.locomo_authoring import (
     Placed,
     Turn,
@@ -449,11 +450,6 @@ def apply_locomo2_key(corpus: LocomoCorpus, payload: dict[str, Any], key_file: s
     return out
 
 
-_GOLD_TYPES = {"reversal_arcs": ReversalArc, "hard_negative_arcs": HardNegativeArc,
-               "drafts": Draft, "update_chains": UpdateChain, "pii_plants": PIIPlant,
-               "crisis_plants": CrisisPlant, "emotional_negatives": EmotionalHardNegative}
-
-
 def load_locomo2_dataset(locomo_path: str | Path, key_path: str | Path | None = None,
                          errata: str | None = None, include_crisis: bool = False) -> Dataset:
     """TWIST-LoCoMo 2.0 as a Dataset (same contract as 1.0's loader)."""
@@ -476,35 +472,5 @@ def load_locomo2_dataset(locomo_path: str | Path, key_path: str | Path | None = 
                          f"file's sha256 is {corpus.sha256}", field="sha256",
                          expected="the LoCoMo release file the key was built on")
     conversations = apply_locomo2_key(corpus, payload, str(kp))
-    excluded = {e["qa"]: e["reason"] for e in payload.get("revalidation", {}).get("excluded", [])}
-    keep = set(payload.get("conversations", []))
-    qa = [q.model_copy(update={"excluded": excluded[q.id]}) if q.id in excluded else q
-          for q in corpus.qa if q.conversation in keep]
-    version = str(doc["version"])
-    key_sha = digest
-    meta: dict[str, Any] = {"locomo_report": corpus.report.as_dict(),
-                            "locomo_sha256": corpus.sha256, "qa_excluded": len(excluded),
-                            "key_file": str(kp)}
-    if errata:
-        from twistbench.build.errata import apply_errata, resolve_errata_path
-        from twistbench.build.key import sha256_file
-
-        epath = resolve_errata_path(errata, locomo_path)
-        qa, erep = apply_errata(qa, epath)
-        meta["errata"] = erep.as_dict()
-        version = f"{version}+{erep.version_tag}"
-        key_sha = sha256_bytes(f"{digest}+{sha256_file(epath)}".encode())
-    gold: dict[str, list[Any]] = {}
-    for fld, cls in _GOLD_TYPES.items():
-        items = []
-        for i, raw in enumerate(payload.get("gold", {}).get(fld, [])):
-            try:
-                items.append(cls.model_validate(raw))
-            except Exception as exc:  # pydantic ValidationError -> one clear InputError
-                raise pydantic_to_input_error(str(kp), f"payload.gold.{fld}[{i}]", exc) from exc
-        gold[fld] = items
-    try:
-        return Dataset(name=KEY_NAME, version=version, key_sha256=key_sha,
-                       conversations=conversations, qa=qa, meta=meta, **gold)
-    except Exception as exc:
-        raise pydantic_to_input_error(str(kp), "dataset", exc) from exc
+    return dataset_from_key(corpus, payload, conversations, str(doc["version"]), digest, kp,
+                            locomo_path, errata)
