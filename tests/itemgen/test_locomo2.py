@@ -402,3 +402,25 @@ def test_registry_knows_both_versions(tmp_path):
     from twistbench.datasets import DATASETS
 
     assert "twist-locomo-1.0" in DATASETS and "twist-locomo-2.0" in DATASETS
+
+
+def test_cli_builds_a_partial_key_and_refuses_a_missing_conversation(tmp_path,
+                                                                       locomo_path_module):
+    import subprocess
+    import sys
+
+    def twist(*args):
+        return subprocess.run([sys.executable, "-m", "twistbench.cli", *args],
+                              check=False, capture_output=True, text=True, timeout=300)
+
+    out = tmp_path / "k.json"
+    r = twist("build", "locomo", "--locomo", str(locomo_path_module), "--key", "2.0",
+              "--conversations", ",".join(WRITTEN), "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.exists() and "twist-locomo-2.0" in r.stdout
+    missing = [c for c in CONVERSATIONS if c not in WRITTEN]
+    if missing:
+        r = twist("build", "locomo", "--locomo", str(locomo_path_module), "--key", "2.0",
+                  "-o", str(tmp_path / "full.json"))
+        assert r.returncode == 2 and missing[0] in r.stderr
+        assert not (tmp_path / "full.json").exists()
