@@ -1,0 +1,1 @@
+"""Item generation: keys built from authored banks and the corpora they apply to."""
