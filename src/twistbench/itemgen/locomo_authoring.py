@@ -414,7 +414,7 @@ def check_conversation(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any],
         p.append(f"provenance: conversation {prov.get('conversation')!r} is not {conv_id}")
     _check_arcs(placed, targets, pools, names, other)
     _check_distractors(placed, targets, pools, names, other)
-    _check_drafts(placed, wordings, pools, names, other)
+    _check_drafts(placed, wordings, names, other)
     _check_chains(placed)
     _check_safety(placed)
     return placed
@@ -552,8 +552,8 @@ def _check_distractors(placed: Placed, targets: dict[str, Any], pools: dict[str,
         p.append(f"distractor: the plan wants {sorted(want)}, the file has {sorted(got)}")
 
 
-def _check_drafts(placed: Placed, wordings: dict[str, Any], pools: dict[str, list[str]],
-                  names: dict[str, set[str]], other: dict[str, str]) -> None:
+def _check_drafts(placed: Placed, wordings: dict[str, Any], names: dict[str, set[str]],
+                  other: dict[str, str]) -> None:
     p = placed.problems
     want = Counter((d["member"], d["label"]) for d in placed.plan["draft"])
     got: Counter[tuple[str, str]] = Counter()
@@ -575,7 +575,8 @@ def _check_drafts(placed: Placed, wordings: dict[str, Any], pools: dict[str, lis
             p.append(f"{where}: addressee {addr!r}")
             continue
         per_label.setdefault(label, Counter())[addr] += 1
-        vals = _values_ok(d.get("values", {}), wordings[member]["text"], pools, where, p,
+        # wording slots are free noun phrases (the target pools are Track A's)
+        vals = _values_ok(d.get("values", {}), wordings[member]["text"], {}, where, p,
                           {"A": names[addr]})
         text = fill(wordings[member]["text"], vals)
         for g in grammar_problems(text):
