@@ -375,15 +375,25 @@ def _values_ok(values: dict[str, Any], template: str, pools: dict[str, list[str]
     return vals
 
 
+# Verbs and fillers of pool values ("try yoga", "get more sleep") that say nothing about a stance.
+_GENERIC_VALUE_WORDS = frozenset(["try", "start", "get", "take", "stop", "cut", "make", "going",
+                                  "little", "first", "new", "old", "more", "less", "out"])
+
+
 def _originals_sharing(placed: Placed, speaker: str, words: set[str]) -> list[str]:
+    """The speaker's original turns that mention any of these words (stemmed; a multi-word
+    entry must occur as a phrase)."""
     from twistbench.build.revalidate import keyword_stems
 
-    stems = keyword_stems(words)
+    single = keyword_stems(w for w in words if " " not in w)
+    phrases = [w.lower() for w in words if " " in w]
     hits = []
     for t in placed.turns():
         if t.injected or t.speaker != speaker:
             continue
-        if keyword_stems(content_words(strip_image(t.text))) & stems:
+        text = strip_image(t.text)
+        if (keyword_stems(content_words(text)) & single
+                or any(ph in text.lower() for ph in phrases)):
             hits.append(t.ref)
     return hits
 
@@ -503,8 +513,9 @@ def _check_arcs(placed: Placed, targets: dict[str, Any], pools: dict[str, list[s
                 for a in anchors:
                     reversal_sentences |= _sentences(a.text)
             ack_turns += [(where, t) for t in ack]
-            value_words = {w for k, v in vals.items() if k != "name" for w in content_words(v)}
-            hits = _originals_sharing(placed, spk, value_words)
+            value_words = {w for k, v in vals.items() if k != "name" for w in content_words(v)
+                           if w not in _GENERIC_VALUE_WORDS}
+            hits = _originals_sharing(placed, spk, value_words | set(member.get("check_words", [])))
             missing = [h for h in hits if h not in (arc.get("checked_originals") or [])]
             if missing:
                 p.append(f"{where}: read {spk}'s original turns that mention the slot values and "
