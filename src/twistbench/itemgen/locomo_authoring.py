@@ -27,6 +27,8 @@ REF = re.compile(r"^([A-Za-z0-9][A-Za-z0-9-]*)\.(\d+)$")
 ORIGINAL = re.compile(r"^D\d+:\d+$")
 SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_WORDS = 90
+MAX_APPENDED_SHARE = 0.35
+MAX_END_SHARE = 0.40
 THIRD_TOLERANCE = 0.1
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
           "October", "November", "December")
@@ -121,17 +123,19 @@ def grammar_problems(text: str) -> list[str]:
         out.append("unfilled slot")
     for m in re.finditer(r"\b([Aa]n?) ([A-Za-z][\w'-]*)", text):
         art, word = m.group(1).lower(), m.group(2)
-        vowel = word[0].lower() in "aeiou"
-        if art == "a" and vowel and not _A_OK.match(word):
+        # an acronym is read letter by letter: "an SUV", "an MBA", "a USB stick"
+        acronym = len(word) > 1 and word.isupper()
+        vowel = word[0].lower() in ("aefhilmnorsx" if acronym else "aeiou")
+        if art == "a" and vowel and (acronym or not _A_OK.match(word)):
             out.append(f"'a {word}'")
-        if art == "an" and not vowel and not _AN_OK.match(word):
+        if art == "an" and not vowel and (acronym or not _AN_OK.match(word)):
             out.append(f"'an {word}'")
     for m in re.finditer(r"\b(\w+) \1\b", text, re.IGNORECASE):
         if m.group(1).lower() not in ("ha", "bye", "very", "so", "no", "yes", "la", "na"):
             out.append(f"doubled word '{m.group(0)}'")
     if re.search(r"(\.\.(?!\.)|,,|;;|\?\?|!!!|\s[,.!?])", text):
         out.append("doubled or misplaced punctuation")
-    if re.search(r"'s's\b|s's\b", text):
+    if re.search(r"'s's\b", text):
         out.append("bad possessive")
     return out
 
@@ -274,6 +278,7 @@ def place(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], raw: dict[st
             t.index, t.session_len = i, len(lst)
     placed = Placed(conversation=conv, sessions=sessions, session_dates=dates, by_ref=by_ref,
                     raw=raw, crisis_raw=crisis_raw, plan=cplan, problems=problems)
+    _check_spread(placed, after_map, orig)
     for t in placed.turns():
         if t.injected:
             for g in grammar_problems(strip_image(t.text)):
@@ -283,10 +288,32 @@ def place(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], raw: dict[st
     return placed
 
 
+def _check_spread(placed: Placed, after_map: dict[str, list[Turn]],
+                  orig: dict[int, list[Any]]) -> None:
+    """Where injected turns sit must not say they are injected: appended sessions (whose turns
+    are all ours) hold at most MAX_APPENDED_SHARE of them, and at most MAX_END_SHARE of the
+    in-session exchanges close their session."""
+    mine = [t for t in placed.turns() if t.injected and not t.crisis]
+    if len(mine) < 20:
+        return  # a file being started; the shares mean nothing yet
+    appended = {a["session"] for a in placed.plan["appended"]}
+    share = sum(t.session in appended for t in mine) / len(mine)
+    if share > MAX_APPENDED_SHARE:
+        placed.problems.append(f"appended sessions hold {share:.0%} of your turns (at most "
+                               f"{MAX_APPENDED_SHARE:.0%}): move exchanges into original sessions")
+    last_ids = {evs[-1].id for evs in orig.values()}
+    ins = [a for a, turns in after_map.items() if not turns[0].crisis]
+    if ins:
+        ends = sum(a in last_ids for a in ins) / len(ins)
+        if ends > MAX_END_SHARE:
+            placed.problems.append(f"{ends:.0%} of your in-session exchanges close their session "
+                                   f"(at most {MAX_END_SHARE:.0%}): spread them over the session")
+
+
 def _check_insert_shape(where: str, turns: list[Turn], in_session: bool,
                         problems: list[str]) -> None:
-    if in_session and not 2 <= len(turns) <= 4:
-        problems.append(f"{where}: an exchange inside a session has 2-4 turns, not {len(turns)}")
+    if in_session and not 2 <= len(turns) <= 6:
+        problems.append(f"{where}: an exchange inside a session has 2-6 turns, not {len(turns)}")
     for a, b in itertools.pairwise(turns):
         if a.speaker == b.speaker:
             problems.append(f"{where}: {a.ref} and {b.ref} are both {a.speaker}'s")
