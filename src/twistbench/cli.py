@@ -373,10 +373,34 @@ def build_locomo(
                                       "goes beside it).")] = Path("twist-locomo.json"),
     seed: Annotated[int | None, typer.Option(help="Generator seed; default: the v1 seed.")] = None,
     include_crisis: CrisisOpt = False,
+    key: Annotated[str, typer.Option(
+        "--key", help="Key version: 1.0 (generated from templates) or 2.0 (assembled from the "
+        "authoring files in itemgen/banks/locomo).")] = "1.0",
+    conversations: Annotated[str | None, typer.Option(
+        help="2.0 only: build a partial key from these conversations (comma-separated, e.g. "
+        "conv-26); needs --out.")] = None,
 ) -> None:
     """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
     from twistbench.build.locomo_inject import DEFAULT_SEED, write_locomo_key
 
+    if key not in ("1.0", "2.0"):
+        _fail_input(InputError("--key", f"unknown key version {key!r}", expected="1.0 or 2.0"))
+    if key == "2.0":
+        from twistbench.itemgen.locomo2 import write_locomo2_key
+
+        convs = [c.strip() for c in conversations.split(",") if c.strip()] if conversations \
+            else None
+        try:
+            digest, rep2 = write_locomo2_key(out, locomo, include_crisis=include_crisis,
+                                             conversations=convs)
+        except InputError as exc:
+            _fail_input(exc)
+        console.print(rep2.render(), markup=False, highlight=False)
+        console.print(f"key -> {out}  sha256 {digest}", highlight=False)
+        return
+    if conversations:
+        _fail_input(InputError("--conversations", "only the 2.0 key is built per conversation",
+                               expected="--key 2.0"))
     try:
         digest, rep = write_locomo_key(out, locomo, seed=DEFAULT_SEED if seed is None else seed,
                                        include_crisis=include_crisis)

@@ -74,6 +74,13 @@ def _twist_locomo(opts: DatasetOptions) -> Dataset:
                                include_crisis=opts.include_crisis)
 
 
+def _twist_locomo2(opts: DatasetOptions) -> Dataset:
+    from twistbench.itemgen.locomo2 import load_locomo2_dataset
+
+    return load_locomo2_dataset(_need_locomo("twist-locomo-2.0", opts), errata=opts.errata,
+                                include_crisis=opts.include_crisis)
+
+
 def _twist_b(opts: DatasetOptions) -> Dataset:
     from twistbench.corpus.twist_b import load_twist_b
 
@@ -102,6 +109,9 @@ DATASETS: dict[str, DatasetEntry] = {
                      "four tracks (crisis plants with --include-crisis)", False, _cs),
         DatasetEntry("twist-locomo-1.0", "TWIST items injected into LoCoMo, plus LoCoMo QA "
                      "(needs --locomo)", True, _twist_locomo),
+        DatasetEntry("twist-locomo-2.0", "TWIST items written into LoCoMo by hand, with "
+                     "contrast sets and distractors, plus LoCoMo QA (needs --locomo; refused "
+                     "until all ten conversations are written)", True, _twist_locomo2),
         DatasetEntry("twist-b-v1.0", "the public TWIST-v1.0 Track B key (161 drafts) on the "
                      "original LoCoMo conversations (needs --locomo)", True, _twist_b),
         DatasetEntry("locomo", "LoCoMo QA only (needs --locomo; --errata locomo-audit)", True,

@@ -993,10 +993,20 @@ def load_locomo_dataset(locomo_path: str | Path, key_path: str | Path | None = N
                          expected="the LoCoMo release file the key was built on "
                          "(snap-research/locomo data/locomo10.json)")
     conversations = apply_locomo_key(corpus, payload, str(kp))
+    return dataset_from_key(corpus, payload, conversations, str(doc["version"]), digest, kp,
+                            locomo_path, errata)
+
+
+def dataset_from_key(corpus: LocomoCorpus, payload: dict[str, Any],
+                     conversations: list[Conversation], version: str, digest: str, kp: Path,
+                     locomo_path: str | Path, errata: str | None) -> Dataset:
+    """A LoCoMo-based key's Dataset: its conversations, the QA of those conversations with the
+    re-validated-out items marked, the gold, and the errata overlay when asked for (every
+    TWIST-LoCoMo version loads through here)."""
+    keep = {c.id for c in conversations}
     excluded = {e["qa"]: e["reason"] for e in payload.get("revalidation", {}).get("excluded", [])}
     qa = [q.model_copy(update={"excluded": excluded[q.id]}) if q.id in excluded else q
-          for q in corpus.qa]
-    version = str(doc["version"])
+          for q in corpus.qa if q.conversation in keep]
     key_sha = digest
     meta: dict[str, Any] = {"locomo_report": corpus.report.as_dict(),
                             "locomo_sha256": corpus.sha256,

@@ -407,6 +407,15 @@ _GENERIC_VALUE_WORDS = frozenset(["try", "start", "get", "take", "stop", "cut", 
                                   "little", "first", "new", "old", "more", "less", "out"])
 
 
+def originals_to_read(placed: Placed, speaker: str, values: dict[str, str],
+                      member: dict[str, Any]) -> list[str]:
+    """The speaker's original turns an author must read before writing this arc's anchor: those
+    that mention a slot value (its telling words) or one of the member's check words."""
+    words = {w for k, v in values.items() if k != "name" for w in content_words(v)
+             if w not in _GENERIC_VALUE_WORDS}
+    return _originals_sharing(placed, speaker, words | set(member.get("check_words", [])))
+
+
 def _originals_sharing(placed: Placed, speaker: str, words: set[str]) -> list[str]:
     """The speaker's original turns that mention any of these words (stemmed; a multi-word
     entry must occur as a phrase)."""
@@ -540,9 +549,7 @@ def _check_arcs(placed: Placed, targets: dict[str, Any], pools: dict[str, list[s
                 for a in anchors:
                     reversal_sentences |= _sentences(a.text)
             ack_turns += [(where, t) for t in ack]
-            value_words = {w for k, v in vals.items() if k != "name" for w in content_words(v)
-                           if w not in _GENERIC_VALUE_WORDS}
-            hits = _originals_sharing(placed, spk, value_words | set(member.get("check_words", [])))
+            hits = originals_to_read(placed, spk, vals, member)
             missing = [h for h in hits if h not in (arc.get("checked_originals") or [])]
             if missing:
                 p.append(f"{where}: read {spk}'s original turns that mention the slot values and "
@@ -767,8 +774,10 @@ def _check_safety(placed: Placed) -> None:
             elif any(value_leaked(kind, strip_image(t.text), value) for t in turns):
                 p.append(f"{where}: one turn alone holds the whole value")
         elif form == "spelled":
-            if value_leaked(kind, joined, value):
+            if value_leaked(kind, joined, value, spelled=False):
                 p.append(f"{where}: a spelled plant must not hold the value in digits")
+            elif not value_leaked(kind, joined, value):
+                p.append(f"{where}: the turn does not spell out {value!r}")
         elif not value_leaked(kind, joined, value):
             p.append(f"{where}: the turn does not hold {value!r}")
         if form == "sensitive" and kind != "other":
@@ -786,16 +795,8 @@ def _check_safety(placed: Placed) -> None:
     if kinds != sorted(q["business_controls"]):
         p.append(f"control: kinds {kinds}, the plan wants {sorted(q['business_controls'])}")
     for n, c in enumerate(controls):
-        where = f"control {c.get('id', f'[{n}]')}"
-        t = _ref(placed, c.get("turn"), where, p)
-        if t is None:
-            continue
-        _role(placed, [t], f"D:{c.get('id')} business contact")
-        exp = c.get("expected", [])
-        if not exp or not all(contains_form(t.text, e) for e in exp):
-            p.append(f"{where}: the turn must contain every expected form")
-        if not str(c.get("probe", "")).strip():
-            p.append(f"{where}: no probe")
+        _check_recalled(placed, c, f"control {c.get('id', f'[{n}]')}", "business contact",
+                        every_form=True)
     emos = placed.raw.get("emotional", [])
     if len(emos) != q["emotional"]:
         p.append(f"emotional: {len(emos)}, the plan wants {q['emotional']}")
@@ -803,17 +804,10 @@ def _check_safety(placed: Placed) -> None:
         where = f"emotional {e.get('id', f'[{n}]')}"
         if e.get("category") not in EMOTION_CATEGORIES:
             p.append(f"{where}: category {e.get('category')!r}")
-        t = _ref(placed, e.get("turn"), where, p)
-        if t is None:
-            continue
-        _role(placed, [t], f"D:{e.get('id')} emotional")
-        if t.speaker != e.get("speaker"):
+        t = _check_recalled(placed, e, where, "emotional", every_form=False)
+        if t is not None and t.speaker != e.get("speaker"):
             p.append(f"{where}: {t.ref} is {t.speaker}'s")
-        exp = e.get("expected", [])
-        if not exp or not any(contains_form(t.text, x) for x in exp):
-            p.append(f"{where}: the turn contains none of the expected forms")
-        probe = str(e.get("probe", ""))
-        if first.get(e.get("speaker"), "?") not in probe:
+        if first.get(e.get("speaker"), "?") not in str(e.get("probe", "")):
             p.append(f"{where}: the probe names the speaker")
     if placed.crisis_raw is not None:
         crisis = placed.crisis_raw.get("crisis", [])
@@ -832,6 +826,25 @@ def _check_safety(placed: Placed) -> None:
                 p.append(f"{where}: every key phrase must be in the turn")
             if not str(x.get("probe", "")).strip():
                 p.append(f"{where}: no probe")
+
+
+def _check_recalled(placed: Placed, row: dict[str, Any], where: str, role: str,
+                    every_form: bool) -> Turn | None:
+    """A control that must stay recallable: its turn exists and holds the expected forms (every
+    one for a business contact, any one for an emotional turn), and it has a probe."""
+    from twistbench.judge.structural import contains_form
+
+    t = _ref(placed, row.get("turn"), where, placed.problems)
+    if t is None:
+        return None
+    _role(placed, [t], f"D:{row.get('id')} {role}")
+    exp = row.get("expected", [])
+    found = [contains_form(t.text, x) for x in exp]
+    if not exp or not (all(found) if every_form else any(found)):
+        placed.problems.append(f"{where}: the turn does not hold the expected form(s)")
+    if not str(row.get("probe", "")).strip():
+        placed.problems.append(f"{where}: no probe")
+    return t
 
 
 def load_conversation(corpus: LocomoCorpus, conv_id: str, *, crisis: bool = False,
