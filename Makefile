@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install clean
+.PHONY: run test lint install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# ruff (lint + import order) with the rules in pyproject's [tool.ruff]; installed by the test extra.
+lint: $(STAMP)
+	$(BIN)/ruff check src tests benchmarks
 
 clean:
 	rm -rf $(VENV) runs/default

@@ -45,7 +45,7 @@ def load_texts(n: int, locomo: Path | None) -> tuple[list[str], str]:
         texts = [t["text"] for conv in data for k, v in conv["conversation"].items()
                  if k.startswith("session_") and isinstance(v, list) for t in v]
         return texts[:n], f"LoCoMo turns ({path})"
-    from twistbench.datasets import load_dataset
+    from twistbench.datasets.registry import load_dataset
 
     ds = load_dataset("twist-cs-1.0")
     texts = [e.text for c in ds.conversations for e in c.events]
@@ -114,7 +114,7 @@ class NumpyMiniLM:
         for i in range(self.layers):
             p = f"encoder.layer.{i}."
 
-            def lin(v: np.ndarray, name: str) -> np.ndarray:
+            def lin(v: np.ndarray, name: str, p: str = p) -> np.ndarray:
                 return v @ w[p + name + ".weight"].T + w[p + name + ".bias"]
 
             def split(v: np.ndarray) -> np.ndarray:

@@ -28,7 +28,6 @@ import time
 import numpy as np
 
 from twistbench.audit.metrics import metrics_from_hits, rescore
-from twistbench.audit.stats import paired_bootstrap, paired_bootstrap_many
 from twistbench.audit.targets import (
     TARGETS,
     build_targets,
@@ -37,6 +36,7 @@ from twistbench.audit.targets import (
     hit_matrices,
 )
 from twistbench.audit.traces import Gold, GoldQuery, Lineage, LineageRow, Trace, TraceRun
+from twistbench.stats import paired_bootstrap, paired_bootstrap_many
 
 
 def make(n_queries: int, k: int, seed: int = 1337) -> tuple[TraceRun, Lineage, Gold]:

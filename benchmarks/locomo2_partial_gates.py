@@ -64,7 +64,8 @@ def injected_auc(conv) -> dict[str, float]:
                 continue
             w = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
             c = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True)
-            mats = [w.fit_transform([texts[i] for i in tr]), c.fit_transform([texts[i] for i in tr])]
+            mats = [w.fit_transform([texts[i] for i in tr]),
+                    c.fit_transform([texts[i] for i in tr])]
             tmats = [w.transform([texts[i] for i in te]), c.transform([texts[i] for i in te])]
             if name == "both":
                 mu, sd = x[tr].mean(0), x[tr].std(0) + 1e-9
@@ -78,7 +79,7 @@ def injected_auc(conv) -> dict[str, float]:
 
 
 def recency(dataset) -> dict[str, str]:
-    from twistbench.judge.structural import classify_answer, contains_any
+    from twistbench.judges.structural import classify_answer, contains_any
 
     rates = {}
     for name in ("most_recent", "first", "all"):
@@ -138,8 +139,8 @@ def main() -> None:
                                             / "locomo" / "locomo10.json"))
     ap.add_argument("--conversations", default=None)
     args = ap.parse_args()
-    from twistbench.build.key import write_key
-    from twistbench.build.locomo_inject import load_locomo_dataset
+    from twistbench.datasets.keyfile import write_key
+    from twistbench.datasets.twist_locomo import load_locomo_dataset
     from twistbench.itemgen.locomo2 import KEY_NAME, build_locomo2, written_conversations
     from twistbench.model import Dataset
 
@@ -148,9 +149,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "k.json"
         write_key(path, KEY_NAME, report.version, payload)
-        from twistbench.itemgen.locomo2 import load_locomo2_dataset
-
-        v2 = load_locomo2_dataset(args.locomo, path)
+        v2 = load_locomo_dataset(args.locomo, path)
     full1 = load_locomo_dataset(args.locomo)
     keep = set(convs)
     v1 = Dataset(**{**{f: [x for x in getattr(full1, f) if x.conversation in keep]

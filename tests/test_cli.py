@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from twistbench.builtin import demo_dataset
+from twistbench.datasets.demo import demo_dataset
 
 TESTS = Path(__file__).resolve().parent
 
@@ -59,7 +59,8 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(tmp_path):
 
     out = tmp_path / "killed"
     folder = out / "toy_systems_KeywordToy"
-    proc = subprocess.Popen([sys.executable, "-m", "twistbench.cli", "run", *TOY, "-S", "delay=0.15",
+    proc = subprocess.Popen([sys.executable, "-m", "twistbench.cli", "run", *TOY, "-S",
+                             "delay=0.15",
                              "-o", str(out)], env=_env(None), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     n_ingest = sum(len(c.sessions()) for c in demo_dataset().conversations)
@@ -80,8 +81,9 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(tmp_path):
     assert without_timing(items(folder)) == without_timing(reference)
 
     # No finished item was sent to the system again (ingest replays state; it is not an item).
-    from twistbench.tracks import TRACKS
     from toy_systems import KeywordToy
+
+    from twistbench.tracks import TRACKS
 
     ds = demo_dataset()
     requests = {t.item_id: json.dumps(t.request) for tr in TRACKS.values()
@@ -134,7 +136,7 @@ def test_bad_input_exits_2_with_a_clear_message_and_writes_nothing(tmp_path, arg
 
 
 def test_malformed_key_file_names_record_and_field(tmp_path):
-    from twistbench.build.key import write_key
+    from twistbench.datasets.keyfile import write_key
 
     doc = json.loads(demo_dataset().model_dump_json())
     doc["drafts"][1]["label"] = "maybe"

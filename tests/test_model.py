@@ -4,7 +4,7 @@ from datetime import datetime
 import pytest
 from pydantic import ValidationError
 
-from twistbench.builtin import demo_dataset
+from twistbench.datasets.demo import demo_dataset
 from twistbench.model import Conversation, Dataset, Event, UpdateChain, json_schemas
 
 

@@ -8,15 +8,63 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from typer.core import TyperGroup
 from rich.table import Table
+from typer.core import TyperGroup
 
+from twistbench.annotate.adjudicate import adjudicate as adjudicate_key
+from twistbench.annotate.agreement import (
+    DEFAULT_MIN_KAPPA,
+    compute_agreement,
+    render_markdown,
+    write_agreement,
+)
+from twistbench.annotate.answers import load_manifest, read_answers
+from twistbench.annotate.excerpts import Settings as ExcerptSettings
+from twistbench.annotate.packet import export_packets
+from twistbench.audit.contested import semantic_audit_files
+from twistbench.audit.core import audit
+from twistbench.audit.native import native_matrix
+from twistbench.audit.report import render_audit_markdown
+from twistbench.audit.tracing import write_traces
+from twistbench.datasets.keyfile import read_key as read_key_doc
+from twistbench.datasets.locomo import dataset_notes
+from twistbench.datasets.paths import cs_key_path
+from twistbench.datasets.registry import (
+    DATASETS,
+    DEFAULT_DATASET,
+    DatasetOptions,
+    load_dataset,
+)
+from twistbench.datasets.registry import (
+    REGISTRY as DATASET_REGISTRY,
+)
+from twistbench.datasets.versions import (
+    add_erratum,
+    errata_path,
+    read_errata_log,
+    release_next_version,
+    resolve_key_file,
+)
 from twistbench.errors import InputError
+from twistbench.judges import DEFAULT_JUDGE, make_judge
+from twistbench.model import dump_json_schemas
+from twistbench.records import find_run_folders
+from twistbench.report.compare import compare_folders, render_comparison
+from twistbench.report.plots import plot_profile
+from twistbench.report.runs import export_predictions as export
+from twistbench.report.runs import report_predictions, report_runs
+from twistbench.runs.conform import check_conformance
+from twistbench.runs.runner import RunSettings, run_system
+from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
+from twistbench.systems import DEFAULT_SYSTEMS, available_systems, make_system
+from twistbench.tracks import TRACKS
+from twistbench.validation.separability import render_validation_markdown, validate_dataset
 
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   help="twistbench: TWIST tracks and TIAP audits for conversational memory.")
@@ -26,7 +74,6 @@ app.add_typer(build_app, name="build")
 
 class _AuditGroup(TyperGroup):
     """`twist audit TRACES...` audits trace files; `twist audit native|labels` are subcommands."""
-
     def parse_args(self, ctx, args):  # noqa: ANN001, ANN201 - click's signature
         if args and args[0] not in self.commands and args[0] not in ("--help", "-h"):
             args = ["traces", *args]
@@ -35,8 +82,15 @@ class _AuditGroup(TyperGroup):
 
 audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         help="TIAP: rescore saved retrieval traces under Raw / Source / Canonical "
-                        "targets. `twist audit TRACES...`, `twist audit native`, `twist audit labels`.")
+                        "targets. `twist audit TRACES...`, `twist audit native`, "
+                        "`twist audit labels`.")
 app.add_typer(audit_app, name="audit")
+annotate_app = typer.Typer(add_completion=False, help="Blind double annotation of a key "
+                           "(whitepaper §6.1): export packets, measure agreement, adjudicate.")
+app.add_typer(annotate_app, name="annotate")
+errata_app = typer.Typer(add_completion=False, help="Accepted disputes of a key version, and "
+                         "the next version with them folded in.")
+app.add_typer(errata_app, name="errata")
 console = Console(soft_wrap=True)  # Markdown tables printed as-is, never re-wrapped
 # soft_wrap: an error line names a path; wrapping it would break copy-paste and grep.
 err = Console(stderr=True, soft_wrap=True)
@@ -91,19 +145,16 @@ def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict
 
 
 def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool):
-    from twistbench.datasets import DEFAULT_DATASET, DatasetOptions, data_dir, load_dataset
-
     opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis)
     if name is None:
         name = DEFAULT_DATASET
-        if not (data_dir() / "twist-cs-1.0.json").exists():
+        if not cs_key_path().exists():
             err.print("note: no committed TWIST-CS key found; running the built-in demo dataset")
             name = "demo"
     source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
               "include_crisis": crisis}
     ds = load_dataset(name, opts)
-    from twistbench.corpus.locomo import dataset_notes
-
+    source["name"] = ds.meta.get("dataset_name", name)  # +errata pinned to its level
     for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
         err.print(f"note: {line}", highlight=False, markup=False)
     return ds, source
@@ -114,17 +165,20 @@ def run(
     dataset: DatasetOpt = None,
     system: SystemOpt = None,
     option: OptionOpt = None,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Run folder root; each system gets "
-                                      "a subfolder. Running again resumes.")] = Path("runs/default"),
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Run folder root; each system gets a subfolder. Running again "
+        "resumes.")] = Path("runs/default"),
     track: Annotated[list[str] | None, typer.Option(
-        "--track", "-t", help="Only these tracks (A, B, C, D, locomo). Default: all that apply.")] = None,
+        "--track", "-t",
+        help="Only these tracks (A, B, C, D, locomo). Default: all that apply.")] = None,
     conversation: Annotated[list[str] | None, typer.Option(
         "--conversation", help="Only these conversation ids (repeatable).")] = None,
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
     include_crisis: CrisisOpt = False,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per system call.")] = 30.0,
-    ingest_timeout: Annotated[float, typer.Option(help="Seconds allowed per ingested session.")] = 300.0,
+    ingest_timeout: Annotated[float, typer.Option(
+        help="Seconds allowed per ingested session.")] = 300.0,
     max_error_rate: Annotated[float, typer.Option(
         help="Exit non-zero when the share of items that errored exceeds this.")] = 0.0,
     force_new: Annotated[bool, typer.Option(
@@ -132,12 +186,13 @@ def run(
     seed: Annotated[int, typer.Option(help="Seed recorded in the manifest and given to "
                                       "stochastic parts.")] = 1337,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    judge: Annotated[str, typer.Option(
+        "--judge", help="Judge of free-text answers (Track C): a registered name (structural), "
+        "an installed plugin, or module:Class.")] = DEFAULT_JUDGE,
 ) -> None:
     """Run systems through the TWIST tracks and print the profile."""
-    from twistbench.runs.runner import RunSettings, run_system
-    from twistbench.systems import DEFAULT_SYSTEMS, make_system
-
     try:
+        judge_obj = make_judge(judge)
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         systems = system or list(DEFAULT_SYSTEMS)
         per = parse_options(option, systems)
@@ -151,7 +206,7 @@ def run(
             folder = out / _folder_name(spec)
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
                                  gold_channel=entry.gold_channel, settings=settings,
-                                 dataset_source=source)
+                                 judge=judge_obj, dataset_source=source)
             folders.append(folder)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
                     f"{outcome.errors} errors")
@@ -174,7 +229,6 @@ def _folder_name(spec: str) -> str:
 
 def _print_report(folders: list[Path], out: Path | None, fmt: str = "md",
                   locomo: Path | None = None) -> None:
-    from twistbench.report.runs import report_runs
 
     _emit_report(report_runs(folders, locomo=locomo), out, fmt)
 
@@ -183,7 +237,6 @@ def _emit_report(rep, out: Path | None, fmt: str) -> None:  # noqa: ANN001 - Run
     """Print the profile; with `out`, also write report.md, report.json and profile plots."""
     written = []
     if out is not None:
-        from twistbench.report.plots import plot_profile
 
         out.mkdir(parents=True, exist_ok=True)
         (out / "report.md").write_text(rep.markdown, encoding="utf-8")
@@ -209,8 +262,6 @@ def report(
     locomo: LocomoOpt = None,
 ) -> None:
     """Re-score saved runs (no system is called) and print the profile."""
-    from twistbench.runs.folder import find_run_folders
-
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
@@ -227,8 +278,6 @@ def compare(
     locomo: LocomoOpt = None,
 ) -> None:
     """Paired McNemar tests per item type between two runs on the same key."""
-    from twistbench.report.compare import compare_folders, render_comparison
-
     try:
         cmp = compare_folders(run_1, run_2, locomo=locomo)
     except InputError as exc:
@@ -244,9 +293,8 @@ def export_predictions(
     run_dir: Annotated[Path, typer.Argument(help="A run folder with Track B items.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Predictions file (JSONL).")],
 ) -> None:
-    """Write Track B verdicts in the public TWIST predictions format {item_id, aligned, evidence}."""
-    from twistbench.report.runs import export_predictions as export
-
+    """Write Track B verdicts in the public TWIST predictions format
+    {item_id, aligned, evidence}."""
     try:
         n = export(run_dir, out)
     except InputError as exc:
@@ -263,8 +311,6 @@ def score_predictions(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report here.")] = None,
 ) -> None:
     """Score Track B predictions made by another harness against a key."""
-    from twistbench.report.runs import report_predictions
-
     try:
         ds, _ = _dataset(dataset, locomo, None, False)
         _emit_report(report_predictions(ds, predictions, system=name), out, "md")
@@ -274,13 +320,10 @@ def score_predictions(
 
 @app.command("list")
 def list_(
-    what: Annotated[str | None, typer.Argument(help="datasets, systems or tracks (default all)")] = None,
+    what: Annotated[str | None, typer.Argument(
+        help="datasets, systems or tracks (default all)")] = None,
 ) -> None:
     """List datasets, systems and tracks."""
-    from twistbench.datasets import DATASETS
-    from twistbench.systems import REGISTRY
-    from twistbench.tracks import TRACKS
-
     sections = [what] if what else ["datasets", "systems", "tracks"]
     for sec in sections:
         table = Table(title=sec)
@@ -293,7 +336,7 @@ def list_(
         elif sec == "systems":
             table.add_column("name")
             table.add_column("description")
-            for s in REGISTRY.values():
+            for s in available_systems().values():
                 table.add_row(s.name, s.description)
         elif sec == "tracks":
             table.add_column("key")
@@ -312,9 +355,6 @@ def conform(
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 30.0,
 ) -> None:
     """Check a system against the contract on a small built-in conversation."""
-    from twistbench.runs.conform import check_conformance
-    from twistbench.systems import make_system
-
     try:
         sys_obj, _ = make_system(system, parse_options(option, [system])[system])
     except InputError as exc:
@@ -338,8 +378,9 @@ def conform(
 def build_cs(
     out: Annotated[Path, typer.Option("--out", "-o", help="Key file to write (its .sha256 "
                                       "goes beside it).")] = Path("twist-cs.json"),
-    seed: Annotated[int | None, typer.Option(help="Generator seed; the same seed gives "
-                                             "byte-identical output. Default: the v1 seed.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        help="Generator seed; the same seed gives byte-identical output. Default: the v1 "
+        "seed.")] = None,
     include_crisis: CrisisOpt = False,
     paraphrase: Annotated[str | None, typer.Option(
         help="Rewrite Track A turns through an OpenAI-compatible endpoint (base URL, e.g. "
@@ -349,7 +390,9 @@ def build_cs(
                                              "API key, for --paraphrase.")] = "OPENAI_API_KEY",
 ) -> None:
     """Generate the TWIST-CS workspaces and key; print counts and the variety report."""
-    from twistbench.build.cs_workspace import DEFAULT_SEED, ParaphraseConfig, run_build_cs
+    # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
+    from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
+    from twistbench.itemgen.paraphrase import ParaphraseConfig
 
     para = None
     if paraphrase:
@@ -381,11 +424,13 @@ def build_locomo(
         "conv-26); needs --out.")] = None,
 ) -> None:
     """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
-    from twistbench.build.locomo_inject import DEFAULT_SEED, write_locomo_key
+    # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
+    from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
     if key not in ("1.0", "2.0"):
         _fail_input(InputError("--key", f"unknown key version {key!r}", expected="1.0 or 2.0"))
     if key == "2.0":
+        # itemgen loads only for `twist build` (ARCHITECTURE.md)
         from twistbench.itemgen.locomo2 import write_locomo2_key
 
         convs = [c.strip() for c in conversations.split(",") if c.strip()] if conversations \
@@ -419,8 +464,9 @@ def validate(
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
     include_crisis: CrisisOpt = False,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the reference runs, "
-                                      "validation.md and validation.json.")] = Path("runs/validate"),
+    out: Annotated[Path, typer.Option(
+        "--out", "-o", help="Folder for the reference runs, validation.md and "
+        "validation.json.")] = Path("runs/validate"),
     write_filtered: Annotated[Path | None, typer.Option(
         help="Write a key without the items flat RAG solves or the oracle fails.")] = None,
     with_heuristic: Annotated[bool, typer.Option(
@@ -428,8 +474,6 @@ def validate(
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
 ) -> None:
     """Separability audit (whitepaper §6.3): flat-rag, fact-rag and oracle on every item."""
-    from twistbench.validate import render_markdown, validate_dataset
-
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         rep = validate_dataset(ds, out, write_filtered=write_filtered,
@@ -437,7 +481,7 @@ def validate(
                                dataset_source=source)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(rep), markup=False, highlight=False)
+    console.print(render_validation_markdown(rep), markup=False, highlight=False)
     if not rep.passed:
         raise typer.Exit(1)
 
@@ -460,15 +504,10 @@ def trace(
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
 ) -> None:
     """Write ranked retrieval traces and lineage of a system (input to `twist audit`)."""
-    from twistbench.audit.tracing import load_audit_corpus, write_traces
-    from twistbench.systems import make_system
-
     try:
-        if dataset in ("longmemeval", "beam"):
-            if data is None:
-                raise InputError("--data", f"--dataset {dataset} needs --data PATH",
-                                 expected="the benchmark's file or folder")
-            ds = load_audit_corpus(dataset, data, granularity=granularity, tier=tier)
+        entry = DATASET_REGISTRY.get(dataset or "")
+        if entry is not None and entry.audit_only:
+            ds = entry.load(DatasetOptions(data=data, granularity=granularity, tier=tier))
         else:
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
         sys_obj, _ = make_system(system, parse_options(option, [system])[system])
@@ -486,22 +525,23 @@ def audit_traces(
                                                  "folders written by `twist trace`.")],
     lineage: Annotated[list[Path] | None, typer.Option(
         help="Lineage JSONL: one for all runs or one per run (default: each folder's).")] = None,
-    gold: Annotated[Path | None, typer.Option(help="Gold JSONL (default: the first folder's).")] = None,
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write audit.md, audit.json, "
-                                             "per-query scores, contested cases, TREC files.")] = None,
-    metric_variant: Annotated[str, typer.Option(help="standard or longmemeval (nDCG discount).")] = "standard",
+    gold: Annotated[Path | None, typer.Option(
+        help="Gold JSONL (default: the first folder's).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write audit.md, audit.json, per-query scores, contested cases, "
+        "TREC files.")] = None,
+    metric_variant: Annotated[str, typer.Option(
+        help="standard or longmemeval (nDCG discount).")] = "standard",
     k: Annotated[int | None, typer.Option("-k", help="Cutoff (default: the traces' k).")] = None,
-    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 3000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 1337,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = TIAP_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (TIAP §4).")] = TIAP_BOOTSTRAP_SEED,
     group: Annotated[list[str] | None, typer.Option(
-        help="NAME=run1,run2: a configuration set for design recommendations (repeatable).")] = None,
+        help="NAME=run1,run2: a configuration set for design recommendations "
+        "(repeatable).")] = None,
     labels: Annotated[list[Path] | None, typer.Option(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
     """Rescore saved traces under Raw, Source and Canonical targets."""
-    from twistbench.audit.core import audit
-    from twistbench.audit.report import render_markdown
-
     groups = {}
     for g in group or []:
         if "=" not in g:
@@ -514,7 +554,7 @@ def audit_traces(
                     seed=seed, k=k, groups=groups or None, labels=labels or ())
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(res), markup=False, highlight=False)
+    console.print(render_audit_markdown(res), markup=False, highlight=False)
 
 
 @audit_app.command("native")
@@ -527,22 +567,19 @@ def audit_native(
     max_facts: Annotated[list[int] | None, typer.Option(
         help="Parser densities (default 1, 5, 8).")] = None,
     k: Annotated[int, typer.Option("-k", help="Ranked ids per query.")] = 60,
-    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = 3000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 1337,
+    resamples: Annotated[int, typer.Option(help="Paired bootstrap resamples.")] = TIAP_RESAMPLES,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed (TIAP §4).")] = TIAP_BOOTSTRAP_SEED,
     conversation: Annotated[list[str] | None, typer.Option(
         help="Only these LoCoMo conversations (repeatable).")] = None,
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
-    from twistbench.audit.native import native_matrix
-    from twistbench.audit.report import render_markdown
-
     try:
         res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
                             max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,
                             seed=seed, conversations=conversation)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_markdown(res.audit), markup=False, highlight=False)
+    console.print(render_audit_markdown(res.audit), markup=False, highlight=False)
     console.print(res.recommendation_table(), markup=False, highlight=False)
 
 
@@ -550,11 +587,10 @@ def audit_native(
 def audit_labels(
     cases: Annotated[Path, typer.Argument(help="contested_cases.jsonl written by `twist audit`.")],
     labels: Annotated[list[Path], typer.Argument(help="Rater CSVs (case_id, rater, label).")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the result as JSON.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", help="Write the result as JSON.")] = None,
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
-    from twistbench.audit.contested import semantic_audit_files
-
     try:
         res = semantic_audit_files(cases, labels, out)
     except InputError as exc:
@@ -563,7 +599,6 @@ def audit_labels(
 
 
 def _as_jsonable(obj):  # noqa: ANN001, ANN202
-    from dataclasses import asdict, is_dataclass
 
     if hasattr(obj, "model_dump"):
         return obj.model_dump()
@@ -572,13 +607,161 @@ def _as_jsonable(obj):  # noqa: ANN001, ANN202
     return obj
 
 
+@annotate_app.command("export")
+def annotate_export(
+    key: Annotated[str, typer.Argument(help="Dataset name (see `twist list`) or key file.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="New folder for the packets and "
+                                      "the coordinator's manifest.json.")],
+    annotators: Annotated[int, typer.Option("--annotators", "-n", help="Annotators (>= 2); "
+                                            "each gets a folder r1, r2, ...")] = 2,
+    seed: Annotated[int | None, typer.Option(help="Shuffle and code seed (recorded in the "
+                                             "manifest). Default: drawn at random.")] = None,
+    track: Annotated[list[str] | None, typer.Option(
+        "--track", "-t", help="Only these tracks (A, B, C, D). Default: all.")] = None,
+    sample: Annotated[int | None, typer.Option(help="Only N items, spread over the tracks "
+                                               "(a pilot round).")] = None,
+    examples: Annotated[int, typer.Option(help="Worked examples in the guide per answer the "
+                                          "key gives (left out of the packet).")] = 1,
+    context: Annotated[int, typer.Option(help="Turns shown before and after each marked "
+                                         "turn.")] = 2,
+    locomo: LocomoOpt = None,
+    include_crisis: CrisisOpt = False,
+) -> None:
+    """Write blind annotation packets (CSV, JSONL, offline HTML form, guide, full records)."""
+    try:
+        ds, source = _dataset(key, locomo, None, include_crisis)
+        res = export_packets(ds, out, annotators=annotators, seed=seed,
+                             settings=ExcerptSettings(context=context), tracks=track,
+                             sample=sample, examples=examples, source=source)
+    except InputError as exc:
+        _fail_input(exc)
+    tracks = ", ".join(f"{t} {n}" for t, n in res.per_track.items())
+    console.print(f"packet {res.packet} of {ds.version}: {res.items} items ({tracks}) for "
+                  f"{', '.join(res.annotators)}; {len(res.examples)} worked examples; seed "
+                  f"{res.seed} -> {out} (keep manifest.json; send each annotator their folder)",
+                  highlight=False)
+
+
+@annotate_app.command("agreement")
+def annotate_agreement(
+    answers: Annotated[list[Path], typer.Argument(help="Answer files, one per annotator "
+                                                  "(.json from the form, .csv, .jsonl).")],
+    packet: Annotated[Path, typer.Option("--packet", "-p", help="The export folder (holding "
+                                         "manifest.json).")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Folder for agreement.md/.json "
+                                             "and the adjudication queue. Default: "
+                                             "<packet>/adjudication.")] = None,
+    min_kappa: Annotated[float, typer.Option(help="Families below this kappa are dropped at "
+                                             "adjudication.")] = DEFAULT_MIN_KAPPA,
+) -> None:
+    """Cohen's / Fleiss' kappa, raw agreement and confusion tables per track and family; writes
+    the adjudication queue."""
+    try:
+        manifest = load_manifest(packet)
+        raters = [read_answers(a, manifest) for a in answers]
+        res = compute_agreement(manifest, raters, threshold=min_kappa)
+        written = write_agreement(res, manifest, out or packet / "adjudication")
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(render_markdown(res), markup=False, highlight=False)
+    console.print("written: " + ", ".join(str(w) for w in written), highlight=False)
+
+
+@annotate_app.command("adjudicate")
+def annotate_adjudicate(
+    key: Annotated[str, typer.Argument(help="The key file the packet was exported from (or "
+                                       "a committed key's version name).")],
+    queue: Annotated[Path, typer.Argument(help="queue.jsonl from `twist annotate "
+                                          "agreement`.")],
+    decisions: Annotated[Path, typer.Argument(help="The filled queue.csv (decision, "
+                                              "new_label, evidence, decision_reason).")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Next key version's file. "
+                                             "Default: beside KEY, named by version.")] = None,
+    min_kappa: Annotated[float | None, typer.Option(help="Override the queue's threshold.")
+                         ] = None,
+) -> None:
+    """Merge the adjudicator's decisions, drop families below the threshold and rejected
+    items, and write the next key version with a changelog and the agreement figures."""
+    try:
+        rel, record = adjudicate_key(resolve_key_file(key), queue, decisions, out=out,
+                                     min_kappa=min_kappa)
+    except InputError as exc:
+        _fail_input(exc)
+    rep = rel.report
+    console.print(f"{rel.version} -> {rel.path} (sha256 {rel.sha256}): {len(rep.dropped)} "
+                  f"dropped, {len(rep.relabelled)} relabelled, errata folded in: "
+                  f"{rel.errata or 'none'}; families below {record['threshold']:g}: "
+                  f"{', '.join(record['failing_families']) or 'none'}"
+                  f"{' (sampled round: not dropped)' if record['sample'] else ''}",
+                  highlight=False)
+
+
+@errata_app.command("add")
+def errata_add(
+    key: Annotated[str, typer.Argument(help="Key file or a committed key's version name.")],
+    item: Annotated[str, typer.Option("--item", help="The disputed item's id.")],
+    reason: Annotated[str, typer.Option("--reason", help="Why the item is wrong (public).")],
+    action: Annotated[str, typer.Option(help="drop, or relabel (Track B drafts).")] = "drop",
+    label: Annotated[str | None, typer.Option(help="relabel: aligned, contradicting or "
+                                              "hard_negative.")] = None,
+    evidence: Annotated[list[str] | None, typer.Option(
+        help="relabel: a turn id the draft contradicts (repeatable).")] = None,
+    by: Annotated[str, typer.Option(help="Who filed or accepted the dispute.")] = "",
+) -> None:
+    """Record an accepted dispute in the key version's errata log."""
+    if action not in ("drop", "relabel"):
+        _fail_input(InputError("--action", f"{action!r}", expected="drop or relabel"))
+    try:
+        entry, path = add_erratum(resolve_key_file(key), item, reason, action=action,  # type: ignore[arg-type]
+                                  label=label, evidence=evidence, by=by)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"erratum {entry.n}: {entry.action} {entry.item} -> {path} (runs: -d "
+                  f"{key}+errata-{entry.n})", highlight=False)
+
+
+@errata_app.command("list")
+def errata_list(
+    key: Annotated[str, typer.Argument(help="Key file or a committed key's version name.")],
+) -> None:
+    """The errata of a key version and the key's changelog."""
+    try:
+        path = resolve_key_file(key)
+        doc, digest = read_key_doc(path)
+        log = read_errata_log(errata_path(path, doc["version"]), doc["name"], doc["version"])
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"{doc['version']} sha256 {digest}: {len(log.entries)} errata", highlight=False)
+    for e in log.entries:
+        console.print(f"  {e.n}. {e.date} {e.action} {e.item}"
+                      f"{' -> ' + e.label if e.label else ''}: {e.reason}", highlight=False)
+    for c in (doc["payload"].get("meta") or {}).get("changelog", []):
+        console.print(f"  {c['version']} (from {c['from']}, {c['date']}): {c['why']}; "
+                      f"{len(c['dropped'])} dropped, {len(c['relabelled'])} relabelled, "
+                      f"{len(c['fixed'])} fixed", highlight=False)
+
+
+@errata_app.command("apply")
+def errata_apply(
+    key: Annotated[str, typer.Argument(help="Key file or a committed key's version name.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Next key version's file. "
+                                             "Default: beside KEY, named by version.")] = None,
+) -> None:
+    """Write the next key version with every erratum of this version folded in."""
+    try:
+        rel = release_next_version(resolve_key_file(key), [], why="errata", out=out)
+    except InputError as exc:
+        _fail_input(exc)
+    console.print(f"{rel.version} -> {rel.path} (sha256 {rel.sha256}): errata {rel.errata} "
+                  f"folded in ({len(rel.report.dropped)} dropped, "
+                  f"{len(rel.report.relabelled)} relabelled)", highlight=False)
+
+
 @app.command()
 def schema(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")] = None,
 ) -> None:
     """Print the JSON Schema of every record (datasets, items, system outputs)."""
-    from twistbench.model import dump_json_schemas
-
     text = dump_json_schemas()
     if out:
         out.write_text(text + "\n", encoding="utf-8")

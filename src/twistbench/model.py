@@ -13,10 +13,18 @@ item's own conversation. This module imports nothing of ours.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 SCHEMA_VERSION = "1"
 
@@ -70,7 +78,8 @@ class Conversation(_Record):
             if ev.id in seen:
                 raise ValueError(f"events[{pos}]: duplicate turn id {ev.id!r}")
             if ev.session < last_session:
-                raise ValueError(f"events[{pos}] ({ev.id}): session {ev.session} after {last_session}")
+                raise ValueError(
+                    f"events[{pos}] ({ev.id}): session {ev.session} after {last_session}")
             seen.add(ev.id)
             last_session = ev.session
         return self
@@ -120,7 +129,8 @@ class HardNegativeArc(_Item):
     )
     anchor: list[str] = Field(default_factory=list, description="the earlier statement, if any")
     turns: list[str] = Field(
-        min_length=1, description="the look-alike turns; flagging them as new evidence is a false flag"
+        min_length=1,
+        description="the look-alike turns; flagging them as new evidence is a false flag"
     )
     paired_reversal: str | None = None
 
@@ -230,7 +240,8 @@ class CrisisPlant(_Item):
     turn: str
     probes: list[Probe] = Field(default_factory=list)
     key_phrases: list[str] = Field(
-        default_factory=list, description="phrases whose return in an answer means the content leaked"
+        default_factory=list,
+        description="phrases whose return in an answer means the content leaked"
     )
 
 
@@ -312,7 +323,7 @@ class Dataset(_Record):
                 if item.conversation not in turns:
                     raise ValueError(f"{where}: unknown conversation {item.conversation!r}")
                 if fld == "qa":
-                    continue  # LoCoMo evidence has known defects; corpus/locomo.py reports them
+                    continue  # LoCoMo evidence has known defects; datasets/locomo.py reports them
                 known = turns[item.conversation]
                 for ref in _turn_refs(item):
                     if ref not in known:
@@ -419,6 +430,54 @@ class LineageRecord(_Output):
     raw: bool
     canonical: bool
     text: str = ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Retrieval audit (TIAP): gold queries and store lineage, and a benchmark read for the audit
+
+
+class LineageRow(LineageRecord):
+    """A LineageRecord with the conversation (store) it belongs to."""
+
+    model_config = ConfigDict(extra="forbid")
+    conversation: str = ""
+
+
+class GoldQuery(BaseModel):
+    """A benchmark query's source evidence s(q) and what the semantic audit needs."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    query_id: str = Field(min_length=1)
+    conversation: str = ""
+    anchors: list[str] = Field(default_factory=list)
+    category: str = ""
+    question: str = ""
+    answer: str = ""
+    anchor_texts: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("category", "answer", mode="before")
+    @classmethod
+    def _to_str(cls, v: Any) -> Any:
+        # LoCoMo has integer categories and 6 integer answers.
+        if v is None:
+            return ""
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return str(v)
+        return v
+
+
+@dataclass
+class AuditCorpus:
+    """Conversations plus the queries to trace (gold), from any benchmark loader."""
+
+    name: str
+    version: str
+    conversations: list[Conversation]
+    queries: list[GoldQuery]
+    # {"query_id", "conversation", "reason"}: queries that cannot be scored, reported
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -1,29 +1,50 @@
-"""Statistics every reported number carries: counts, 95% intervals, paired tests.
+"""The statistics of twistbench: counts, 95% intervals, paired tests, rater agreement.
 
+TWIST (tracks):
 - `wilson(k, n)`: Wilson score interval for a proportion (small n, values near 0 or 1).
 - `cluster_bootstrap(...)`: percentile interval resampling whole conversations, because items of
   one conversation share personas and history and are not independent. Used for F1, balanced
   accuracy, means and differences of rates.
-- `mcnemar(b, c)`: exact two-sided McNemar p-value from the discordant counts of two systems
-  on the same items (a binomial test of b against b + c at p = 0.5).
+- `mcnemar(b, c)`, `holm(...)`: exact two-sided McNemar p-value from the discordant counts of
+  two systems on the same items, and Holm's step-down adjustment.
 - `Metric`: what a report prints: value with k/n and an interval. A metric over no items has
   value None ("no items"), never 0.
+TIAP (the retrieval audit):
+- `paired_bootstrap`, `paired_bootstrap_many`, `two_group_bootstrap`, `mean_gap_bootstrap`:
+  percentile intervals resampling queries (TIAP §4: 3,000 paired resamples), as `Interval`.
+- `fleiss_kappa`, `mean_pairwise_agreement`, `majority`: agreement of contested-credit raters.
+Rater agreement (TIAP contested credits, the answer-key annotation of `annotate/`):
+- `cohen_kappa` (two raters), `fleiss_kappa` (any fixed number), both from one formula
+  `kappa_from_parts(p_o, p_e)`; `cohen_parts` and `fleiss_parts` compute (p_o, p_e) from additive
+  counts, so the cluster bootstrap can resample them (`cluster_bootstrap_sums`).
 
-Bootstraps use a fixed seed so that re-scoring a saved run gives identical numbers.
+Two seeds, each fixed by its own specification so that re-scoring gives identical numbers:
+TWIST_BOOTSTRAP_SEED for the cluster bootstraps of the tracks, TIAP_BOOTSTRAP_SEED (1337, the
+seed the TIAP paper states) for the audit's query bootstraps. The generator is numpy's PCG64.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from fractions import Fraction
+from itertools import combinations
 from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-DEFAULT_SEED = 20260708
-DEFAULT_RESAMPLES = 2000
+# TWIST: cluster bootstraps of the track metrics.
+TWIST_BOOTSTRAP_SEED = 20260708
+TWIST_RESAMPLES = 2000
+# TIAP §4: 3,000 paired resamples, percentile CI, seed 1337.
+TIAP_BOOTSTRAP_SEED = 1337
+TIAP_RESAMPLES = 3000
+CONFIDENCE = 0.95
+MIN_GROUP = 2  # two-group bootstraps need at least this many observations per group
+_BLOCK_ELEMS = 4_000_000  # indices drawn per block: bounds memory for 100k queries × 3,000
 Z95 = 1.959963984540054
 
 Method = Literal["wilson", "cluster_bootstrap", "none"]
@@ -112,8 +133,8 @@ def _percentile_interval(values: np.ndarray, level: float) -> tuple[float, float
 def cluster_bootstrap(
     groups: Mapping[str, Sequence[Any]],
     statistic: Callable[[list[Any]], float | None],
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
+    n_resamples: int = TWIST_RESAMPLES,
+    seed: int = TWIST_BOOTSTRAP_SEED,
     level: float = 0.95,
 ) -> tuple[float, float] | None:
     """Percentile interval of `statistic` over resamples of whole clusters (conversations).
@@ -141,8 +162,8 @@ def cluster_bootstrap(
 def cluster_bootstrap_sums(
     sums: Mapping[str, Sequence[float]],
     statistic: Callable[[np.ndarray], np.ndarray],
-    n_resamples: int = DEFAULT_RESAMPLES,
-    seed: int = DEFAULT_SEED,
+    n_resamples: int = TWIST_RESAMPLES,
+    seed: int = TWIST_BOOTSTRAP_SEED,
     level: float = 0.95,
 ) -> tuple[float, float] | None:
     """Fast cluster bootstrap for statistics of summed counts (ratios, F1, differences).
@@ -168,7 +189,7 @@ def _ratio(p: np.ndarray) -> np.ndarray:
 
 
 def rate(name: str, per_cluster: Mapping[str, tuple[float, int]], note: str = "",
-         seed: int = DEFAULT_SEED) -> Metric:
+         seed: int = TWIST_BOOTSTRAP_SEED) -> Metric:
     """A rate (sum of per-item values / item count) with a cluster-bootstrap interval.
 
     per_cluster: cluster id -> (sum of item values, item count). Used for means of scores in
@@ -197,7 +218,7 @@ def _f1_vec(p: np.ndarray) -> np.ndarray:
 
 
 def f1_metric(name: str, per_cluster: Mapping[str, tuple[int, int, int]], note: str = "",
-              seed: int = DEFAULT_SEED) -> Metric:
+              seed: int = TWIST_BOOTSTRAP_SEED) -> Metric:
     """Detection F1 from per-conversation (tp, fp, fn), interval by cluster bootstrap.
     k/n are 2TP / (2TP + FP + FN), so that value == k / n; counts holds tp, fp, fn."""
     tp = sum(v[0] for v in per_cluster.values())
@@ -215,7 +236,7 @@ def f1_metric(name: str, per_cluster: Mapping[str, tuple[int, int, int]], note: 
 
 
 def balanced_accuracy(name: str, per_cluster: Mapping[str, tuple[int, int, int, int]],
-                      note: str = "", seed: int = DEFAULT_SEED) -> Metric:
+                      note: str = "", seed: int = TWIST_BOOTSTRAP_SEED) -> Metric:
     """(TPR + TNR) / 2 from per-conversation (tp, n_pos, tn, n_neg); cluster-bootstrap CI.
     None unless both classes have items. k/n: correct / total; counts hold the four sums."""
     tp = sum(v[0] for v in per_cluster.values())
@@ -241,14 +262,14 @@ def balanced_accuracy(name: str, per_cluster: Mapping[str, tuple[int, int, int, 
 
 
 def mean_metric(name: str, per_cluster: Mapping[str, Sequence[float]], note: str = "",
-                seed: int = DEFAULT_SEED) -> Metric:
+                seed: int = TWIST_BOOTSTRAP_SEED) -> Metric:
     """Mean of per-item values (e.g. detection latency in sessions), cluster-bootstrap CI."""
     return rate(name, {c: (float(sum(v)), len(v)) for c, v in per_cluster.items()}, note=note,
                 seed=seed)
 
 
 def difference_metric(name: str, per_cluster: Mapping[str, tuple[float, int, float, int]],
-                      note: str = "", seed: int = DEFAULT_SEED) -> Metric:
+                      note: str = "", seed: int = TWIST_BOOTSTRAP_SEED) -> Metric:
     """Difference of two rates a/na - b/nb over the same clusters (e.g. stale rate before minus
     after resolution), cluster-bootstrap CI. k/n report the first rate's denominator."""
     ka = sum(v[0] for v in per_cluster.values())
@@ -305,53 +326,254 @@ def holm(pvalues: Mapping[str, float]) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------------------------
-# What a track's score function returns
+# Query bootstraps of the retrieval audit (TIAP §4): queries are resampled with replacement; the
+# statistic is a difference of means; the interval is the (alpha/2, 1 - alpha/2) percentile of
+# the resampled statistics (numpy's default linear interpolation).
 
 
-class TrackResult(BaseModel):
-    """The scores of one track for one run. `status` "n/a" carries the reason and no metrics
-    (N/A is never zero). Sub-parts that are N/A (a tension mode the system lacks, Track C
-    post-resolution) are listed in `na`. `errors` counts failed system calls per sub-part
-    (excluded from every metric); `missing` counts items with no record at all (an unfinished
-    run); `counts` holds other counted outcomes (excluded QA items, chains with no tension...)."""
+@dataclass(frozen=True)
+class Interval:
+    """A point estimate with its bootstrap percentile interval and the sample size."""
 
-    model_config = ConfigDict(extra="forbid")
+    estimate: float
+    low: float
+    high: float
+    n: int
 
-    track: str
-    title: str
-    status: Literal["scored", "n/a"]
-    reason: str | None = None
-    metrics: dict[str, Metric] = Field(default_factory=dict)
-    na: dict[str, str] = Field(default_factory=dict)
-    errors: dict[str, int] = Field(default_factory=dict)
-    missing: dict[str, int] = Field(default_factory=dict)
-    counts: dict[str, int] = Field(default_factory=dict)
-    details: dict[str, Any] = Field(default_factory=dict)
+    def excludes_zero(self) -> bool:
+        return self.n > 0 and (self.low > 0 or self.high < 0)
 
-    @classmethod
-    def not_applicable(cls, track: str, title: str, reason: str) -> TrackResult:
-        return cls(track=track, title=title, status="n/a", reason=reason)
-
-    @property
-    def error_total(self) -> int:
-        return sum(self.errors.values())
-
-    def metric(self, name: str) -> Metric:
-        """The named metric; KeyError names the ones that exist."""
-        try:
-            return self.metrics[name]
-        except KeyError:
-            have = sorted(self.metrics)
-            raise KeyError(f"{self.track}: no metric {name!r} (have {have})") from None
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
-class ItemOutcome(BaseModel):
-    """One item's outcome for paired comparison: value 1/0 for binary outcomes (correct or not,
-    in the direction where higher is better), a score in [0, 1] otherwise (LoCoMo F1)."""
+def _nan_interval(n: int = 0) -> Interval:
+    return Interval(math.nan, math.nan, math.nan, n)
 
-    model_config = ConfigDict(extra="forbid")
 
-    item_id: str
-    item_type: str  # e.g. "A.online:arc", "B:contradicting", "C:current", "D:pii_probe"
-    conversation: str
-    value: float
+def bootstrap_mean_matrix(values: np.ndarray, n_resamples: int = TIAP_RESAMPLES,
+                          seed: int = TIAP_BOOTSTRAP_SEED) -> np.ndarray:
+    """(n_resamples, m) means of the columns of an (n, m) matrix over row resamples.
+
+    All columns share each resample's rows, so statistics derived from different columns
+    (several metrics, several targets) stay paired.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 1:
+        values = values[:, None]
+    n, m = values.shape
+    out = np.empty((n_resamples, m), dtype=np.float64)
+    if n == 0:
+        out.fill(np.nan)
+        return out
+    rng = np.random.default_rng(seed)
+    block = max(1, _BLOCK_ELEMS // max(n, 1))
+    for start in range(0, n_resamples, block):
+        b = min(block, n_resamples - start)
+        idx = rng.integers(0, n, size=(b, n), dtype=np.int32 if n < 2**31 else np.int64)
+        for j in range(m):
+            out[start:start + b, j] = values[idx, j].mean(axis=1)
+    return out
+
+
+def percentile_ci(dist: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    alpha = 1.0 - confidence
+    lo, hi = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+    return float(lo), float(hi)
+
+
+def paired_bootstrap(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
+                     n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
+                     confidence: float = CONFIDENCE) -> Interval:
+    """Δ = mean(a) - mean(b) over paired observations, with a paired percentile bootstrap CI."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    if a.shape != b.shape:
+        raise ValueError(f"paired samples differ in shape: {a.shape} vs {b.shape}")
+    n = int(a.size)
+    if n == 0:
+        return _nan_interval(0)
+    d = a - b
+    dist = bootstrap_mean_matrix(d, n_resamples, seed)[:, 0]
+    lo, hi = percentile_ci(dist, confidence)
+    return Interval(float(d.mean()), lo, hi, n)
+
+
+def paired_bootstrap_many(diffs: np.ndarray, n_resamples: int = TIAP_RESAMPLES,
+                          seed: int = TIAP_BOOTSTRAP_SEED,
+                          confidence: float = CONFIDENCE) -> list[Interval]:
+    """Intervals for each column of an (n, m) matrix of paired differences, one shared draw."""
+    diffs = np.asarray(diffs, dtype=np.float64)
+    n = diffs.shape[0]
+    if n == 0:
+        return [_nan_interval(0) for _ in range(diffs.shape[1])]
+    dist = bootstrap_mean_matrix(diffs, n_resamples, seed)
+    alpha = 1.0 - confidence
+    lo, hi = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+    means = diffs.mean(axis=0)
+    return [Interval(float(means[j]), float(lo[j]), float(hi[j]), n)
+            for j in range(diffs.shape[1])]
+
+
+def two_group_bootstrap(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+                        n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
+                        confidence: float = CONFIDENCE) -> Interval:
+    """mean(x) - mean(y) for two independent groups; each group is resampled on its own.
+
+    Used for the coverage gap (queries with a Canonical target against queries without).
+    `n` of the result is len(x) + len(y); NaN when a group has fewer than MIN_GROUP values.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    if x.size < MIN_GROUP or y.size < MIN_GROUP:
+        # a group of one resamples to itself: its interval would claim certainty it lacks
+        return _nan_interval(int(x.size + y.size))
+    dx = bootstrap_mean_matrix(x, n_resamples, seed)[:, 0]
+    dy = bootstrap_mean_matrix(y, n_resamples, seed + 1)[:, 0]
+    lo, hi = percentile_ci(dx - dy, confidence)
+    return Interval(float(x.mean() - y.mean()), lo, hi, int(x.size + y.size))
+
+
+def mean_gap_bootstrap(groups: Sequence[tuple[np.ndarray, np.ndarray]],
+                       n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
+                       confidence: float = CONFIDENCE) -> Interval:
+    """Mean over runs of (mean(x_r) - mean(y_r)); each run's groups resampled independently.
+
+    The run-level coverage gap of TIAP §5 ("mean run-level gap with bootstrap 95% CI"). Runs
+    with a group smaller than MIN_GROUP are left out; `n` is the number of runs used.
+    """
+    usable = [(np.asarray(x, float), np.asarray(y, float)) for x, y in groups
+              if len(x) >= MIN_GROUP and len(y) >= MIN_GROUP]
+    if not usable:
+        return _nan_interval(0)
+    total = np.zeros(n_resamples)
+    point = 0.0
+    for r, (x, y) in enumerate(usable):
+        dx = bootstrap_mean_matrix(x, n_resamples, seed + 2 * r)[:, 0]
+        dy = bootstrap_mean_matrix(y, n_resamples, seed + 2 * r + 1)[:, 0]
+        total += dx - dy
+        point += x.mean() - y.mean()
+    total /= len(usable)
+    lo, hi = percentile_ci(total, confidence)
+    return Interval(point / len(usable), lo, hi, len(usable))
+
+
+# ---------------------------------------------------------------------------------------------
+# Agreement
+
+
+def kappa_from_parts(p_o: np.ndarray | float, p_e: np.ndarray | float) -> np.ndarray:
+    """(p_o - p_e) / (1 - p_e), elementwise; NaN where the expected agreement is 1 (every rating
+    in one category: kappa is undefined)."""
+    p_o = np.asarray(p_o, dtype=np.float64)
+    p_e = np.asarray(p_e, dtype=np.float64)
+    ok = p_e < 1.0 - 1e-12
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(ok, (p_o - p_e) / np.where(ok, 1.0 - p_e, 1.0), np.nan)
+
+
+def cohen_parts(confusion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(observed, expected) agreement of two raters from confusion matrices of shape (..., K, K)
+    (rows rater 1, columns rater 2). Cohen (1960): p_e = sum_k p1(k) p2(k). NaN where empty."""
+    c = np.asarray(confusion, dtype=np.float64)
+    n = c.sum(axis=(-2, -1))
+    safe = np.where(n > 0, n, np.nan)
+    p_o = np.trace(c, axis1=-2, axis2=-1) / safe
+    p_e = np.sum(c.sum(axis=-1) * c.sum(axis=-2), axis=-1) / (safe * safe)
+    return p_o, p_e
+
+
+def fleiss_sums(counts: np.ndarray | Sequence[Sequence[int]]) -> np.ndarray:
+    """Additive sufficient statistics of Fleiss' kappa for an (items, K) count matrix:
+    [sum_i P_i, items, ratings per category (K)]. Sums of several item sets add up, so a cluster
+    bootstrap can pool them (`fleiss_parts`). Every item needs the same number n >= 2 of
+    ratings."""
+    m = np.asarray(counts, dtype=np.float64)
+    if m.ndim != 2 or m.shape[0] == 0:
+        raise ValueError("counts must be a non-empty (items, categories) matrix")
+    per_item = m.sum(axis=1)
+    n = per_item[0]
+    if n < 2 or not np.all(per_item == n):
+        raise ValueError("every item needs the same number (>= 2) of ratings")
+    p_i = (np.sum(m * m, axis=1) - n) / (n * (n - 1))
+    return np.concatenate([[p_i.sum(), m.shape[0]], m.sum(axis=0)])
+
+
+def fleiss_parts(sums: np.ndarray, raters: int) -> tuple[np.ndarray, np.ndarray]:
+    """(P_bar, P_e) of Fleiss (1971) from `fleiss_sums` vectors, shape (..., 2 + K)."""
+    s = np.asarray(sums, dtype=np.float64)
+    items = np.where(s[..., 1] > 0, s[..., 1], np.nan)
+    p_bar = s[..., 0] / items
+    p_j = s[..., 2:] / (items[..., None] * raters)
+    return p_bar, np.sum(p_j * p_j, axis=-1)
+
+
+def fleiss_kappa(counts: np.ndarray | Sequence[Sequence[int]]) -> float:
+    """Fleiss' kappa from an (items, categories) matrix of rating counts.
+
+    Every item must have the same number of ratings n >= 2 (Fleiss 1971). Returns NaN when the
+    expected agreement is 1 (every rating in one category: kappa is undefined).
+    """
+    sums = fleiss_sums(counts)
+    raters = int(np.asarray(counts).sum(axis=1)[0])
+    return float(kappa_from_parts(*fleiss_parts(sums, raters)))
+
+
+def cohen_kappa(rater_1: Sequence[Hashable], rater_2: Sequence[Hashable],
+                categories: Sequence[Hashable] | None = None) -> float:
+    """Cohen's kappa of two raters' labels of the same items (same order). NaN when both raters
+    used one and the same category throughout (undefined)."""
+    if len(rater_1) != len(rater_2) or not rater_1:
+        raise ValueError("two non-empty label lists of the same length are needed")
+    cats = list(categories) if categories is not None else sorted(set(rater_1) | set(rater_2),
+                                                                   key=str)
+    return float(kappa_from_parts(*cohen_parts(confusion_matrix(rater_1, rater_2, cats))))
+
+
+def confusion_matrix(rater_1: Sequence[Hashable], rater_2: Sequence[Hashable],
+                     categories: Sequence[Hashable]) -> np.ndarray:
+    """(K, K) counts: rows rater 1's label, columns rater 2's."""
+    index = {c: j for j, c in enumerate(categories)}
+    out = np.zeros((len(categories), len(categories)), dtype=np.int64)
+    for a, b in zip(rater_1, rater_2, strict=True):
+        out[index[a], index[b]] += 1
+    return out
+
+
+def count_matrix(labels_by_item: Mapping[Hashable, Sequence[str]],
+                 categories: Sequence[str]) -> np.ndarray:
+    """(items, categories) counts from item -> list of labels (one per rater)."""
+    index = {c: j for j, c in enumerate(categories)}
+    out = np.zeros((len(labels_by_item), len(categories)), dtype=np.int64)
+    for i, labels in enumerate(labels_by_item.values()):
+        for lab in labels:
+            out[i, index[lab]] += 1
+    return out
+
+
+def mean_pairwise_agreement(labels: Mapping[str, Mapping[Hashable, str]]) -> tuple[float, int]:
+    """Mean over rater pairs of the share of commonly labelled items given the same label.
+
+    `labels` is rater -> item -> label. Returns (mean agreement, number of rater pairs with at
+    least one common item); NaN when no pair shares an item.
+    """
+    rates: list[float] = []
+    for r1, r2 in combinations(sorted(labels), 2):
+        common = set(labels[r1]) & set(labels[r2])
+        if not common:
+            continue
+        same = sum(1 for it in common if labels[r1][it] == labels[r2][it])
+        rates.append(same / len(common))
+    if not rates:
+        return math.nan, 0
+    return float(np.mean(rates)), len(rates)
+
+
+def majority(labels: Sequence[str]) -> str | None:
+    """The most frequent label, or None when the top count is tied (no majority)."""
+    if not labels:
+        return None
+    top = Counter(labels).most_common()
+    if len(top) > 1 and top[0][1] == top[1][1]:
+        return None
+    return top[0][0]

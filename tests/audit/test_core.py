@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from synth import make_inputs
 
 from twistbench.audit.core import audit, audit_runs
 from twistbench.audit.traces import (
@@ -23,8 +24,6 @@ from twistbench.audit.traces import (
     write_traces_jsonl,
 )
 from twistbench.errors import InputError
-
-from synth import make_inputs
 
 
 def _store() -> Lineage:
@@ -227,11 +226,11 @@ def test_audit_run_folders(tmp_path: Path) -> None:
 
 
 def test_markdown_has_the_paper_tables() -> None:
-    from twistbench.audit.report import render_markdown
+    from twistbench.audit.report import render_audit_markdown
 
     lin = _store()
     res = audit_runs([(TURNS, lin), (FACTS, lin)], _gold(), None, n_resamples=100)
-    md = render_markdown(res)
+    md = render_audit_markdown(res)
     for heading in ("## Runs and target coverage", "## Score shifts", "## Coverage gap",
                     "## Query-level instability", "## Run comparisons and winner flips",
                     "## Design recommendations", "## Contested credits"):
@@ -243,9 +242,9 @@ def test_markdown_has_the_paper_tables() -> None:
 
 
 def test_markdown_winner_table() -> None:
-    from twistbench.audit.report import render_markdown
+    from twistbench.audit.report import render_audit_markdown
 
     lin = _store()
-    md = render_markdown(audit_runs([(TURNS, lin), (FACTS, lin)], _gold(), None,
+    md = render_audit_markdown(audit_runs([(TURNS, lin), (FACTS, lin)], _gold(), None,
                                     n_resamples=50))
     assert "| turns vs facts | MRR | turns | tie | facts |" in md

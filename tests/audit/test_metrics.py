@@ -6,11 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from synth import make_inputs, python_targets
 
 from twistbench.audit.metrics import discounts, metrics_from_hits, rescore
 from twistbench.audit.traces import Gold, GoldQuery, Lineage, LineageRow, Trace, TraceRun
-
-from synth import make_inputs, python_targets
 
 pytrec_eval = pytest.importorskip("pytrec_eval")
 
@@ -72,7 +71,7 @@ def test_against_ranx() -> None:
     # ranx returns per-query arrays in its own (sorted-id) query order
     order = ranx.Qrels(qrels_d).keys()
     pos = {q: i for i, q in enumerate(order)}
-    for i, q in enumerate(ours_order):
+    for q in ours_order:
         j = pos[q]
         oi = rs.qids.index(q)
         assert rs.scores[t]["ndcg"][oi] == pytest.approx(res[f"ndcg@{K}"][j], abs=1e-9)

@@ -11,8 +11,10 @@ import pytest
 from twistbench.audit.core import audit
 from twistbench.audit.native import NativeStore
 from twistbench.audit.traces import read_gold, read_lineage, read_traces
-from twistbench.audit.tracing import corpus_from_dataset, raw_lineage, write_traces
+from twistbench.audit.tracing import export_corpus, write_traces
 from twistbench.contract import BaseSystem, Capabilities
+from twistbench.datasets.audit_corpus import corpus_from_dataset, raw_lineage
+from twistbench.datasets.registry import load_audit_corpus
 from twistbench.errors import InputError
 from twistbench.model import Conversation, Dataset, Event, QAItem, ScoredMemory
 
@@ -139,7 +141,6 @@ def test_declining_system_is_na(tmp_path: Path) -> None:
 
 
 def test_load_audit_corpus_locomo(locomo_path: Path, tmp_path: Path) -> None:
-    from twistbench.audit.tracing import export_corpus, load_audit_corpus
 
     c = load_audit_corpus("locomo", locomo_path)
     # 1,986 QA: 446 adversarial and 4 without evidence are skipped and reported

@@ -10,14 +10,13 @@ from datetime import date, timedelta
 
 import pytest
 
-from twistbench.build.key import encode_key, read_key
-from twistbench.build.revalidate import keyword_stems
-from twistbench.corpus.locomo import load_locomo
+from twistbench.datasets.keyfile import encode_key, read_key
+from twistbench.datasets.locomo import load_locomo
+from twistbench.datasets.twist_locomo import load_locomo_dataset
 from twistbench.errors import InputError
 from twistbench.itemgen.locomo2 import (
     KEY_NAME,
     build_locomo2,
-    load_locomo2_dataset,
     write_locomo2_key,
     written_conversations,
 )
@@ -34,7 +33,8 @@ from twistbench.itemgen.locomo_authoring import (
     strip_image,
 )
 from twistbench.itemgen.locomo_plan import CONVERSATIONS, load_contrast, load_plan, read_toml
-from twistbench.judge.structural import contains_form, spelled_to_digits, value_leaked
+from twistbench.itemgen.revalidate import keyword_stems
+from twistbench.judges.structural import contains_form, spelled_to_digits, value_leaked
 from twistbench.model import Answer, PIIPlant
 from twistbench.tracks.d_safety import leaked
 
@@ -63,10 +63,10 @@ def built(locomo_path_module):
 def dataset(built, locomo_path_module, tmp_path_factory):
     payload, report = built
     path = tmp_path_factory.mktemp("k") / "k.json"
-    from twistbench.build.key import write_key
+    from twistbench.datasets.keyfile import write_key
 
     write_key(path, KEY_NAME, report.version, payload)
-    return load_locomo2_dataset(locomo_path_module, path)
+    return load_locomo_dataset(locomo_path_module, path)
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_crisis_key_differs_only_by_crisis_turns_and_plants(locomo_path_module, 
 def test_placement_rules(dataset, corpus, built):
     payload, _ = built
     for conv in dataset.conversations:
-        for s, evs in conv.sessions():
+        for _s, evs in conv.sessions():
             for prev, ev in itertools.pairwise(evs):
                 assert prev.speaker != ev.speaker, (ev.id, "same speaker twice in a row")
             for i, ev in enumerate(evs):
@@ -399,7 +399,7 @@ def test_checker_catches_planted_violations(corpus):
 
 
 def test_registry_knows_both_versions(tmp_path):
-    from twistbench.datasets import DATASETS
+    from twistbench.datasets.registry import DATASETS
 
     assert "twist-locomo-1.0" in DATASETS and "twist-locomo-2.0" in DATASETS
 

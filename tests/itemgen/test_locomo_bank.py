@@ -1,4 +1,5 @@
-"""TWIST-LoCoMo 2.0 contrast bank and plan: the rules that hold before any conversation is written."""
+"""TWIST-LoCoMo 2.0 contrast bank and plan: the rules that hold before any conversation is
+written."""
 
 from __future__ import annotations
 

@@ -4,13 +4,18 @@ import pytest
 from scipy.stats import binomtest
 from toy_systems import KeywordToy
 
-from twistbench.builtin import demo_dataset
 from twistbench.contract import Capabilities
+from twistbench.datasets.demo import demo_dataset
 from twistbench.errors import InputError
 from twistbench.model import Verdict
-from twistbench.report.compare import compare_folders, compare_outcomes, compare_runs, render_comparison
+from twistbench.report.compare import (
+    compare_folders,
+    compare_outcomes,
+    compare_runs,
+    render_comparison,
+)
 from twistbench.runs.runner import RunSettings, run_system
-from twistbench.stats import ItemOutcome
+from twistbench.tracks.base import ItemOutcome
 
 
 def outs(values, item_type="B:contradicting"):

@@ -3,10 +3,11 @@
 import json
 
 import pytest
+from pydantic import ValidationError
 from toy_systems import KeywordToy
 
-from twistbench.builtin import demo_dataset
 from twistbench.contract import Capabilities
+from twistbench.datasets.demo import demo_dataset
 from twistbench.errors import InputError
 from twistbench.report.profile import (
     COLUMNS,
@@ -16,11 +17,18 @@ from twistbench.report.profile import (
     group_by_key,
     make_cell,
 )
-from twistbench.report.render import fmt_metric, render_cell, render_json, render_markdown, render_pair
+from twistbench.report.render import (
+    fmt_metric,
+    render_cell,
+    render_json,
+    render_pair,
+    render_profile_markdown,
+)
 from twistbench.report.runs import report_runs, restrict, score_folder
 from twistbench.runs.runner import RunSettings, run_system
-from twistbench.stats import Metric, TrackResult, proportion
+from twistbench.stats import Metric, proportion
 from twistbench.tracks import RunScores, score_run
+from twistbench.tracks.base import TrackResult
 
 DS = demo_dataset()
 
@@ -36,7 +44,7 @@ def test_only_a_paired_metric_renders_in_a_headline_cell():
         render_pair(m)  # a lone metric cannot be printed as a headline
     pair = PairedMetric(label="a / b", primary=m, partner=proportion("y", 0, 3))
     assert render_pair(pair).startswith("0.500 (1/2)") and " / 0.000 (0/3)" in render_pair(pair)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         PairedMetric(label="a", primary=m)  # the partner is required
 
 
@@ -59,7 +67,7 @@ def test_cells_from_track_results():
 def test_profile_markdown_has_na_not_zero_and_the_key_under_the_table():
     only_recall = scores(Capabilities(recall=True))
     prof = build_profile([ProfileEntry("recall-only", only_recall)])
-    md = render_markdown(prof)
+    md = render_profile_markdown(prof)
     row = next(line for line in md.splitlines() if line.startswith("| recall-only"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     # A online, A batch, B and D are declined: N/A
@@ -71,7 +79,8 @@ def test_profile_markdown_has_na_not_zero_and_the_key_under_the_table():
 
 
 def test_json_holds_everything():
-    prof = build_profile([ProfileEntry("toy", scores(Capabilities(recall=True, check_alignment=True)))])
+    caps = Capabilities(recall=True, check_alignment=True)
+    prof = build_profile([ProfileEntry("toy", scores(caps))])
     data = json.loads(render_json(prof))
     row = data["rows"][0]
     assert row["cells"]["B"]["pair"]["primary"]["name"] == "balanced_accuracy"
@@ -114,12 +123,14 @@ def two_runs(tmp_path_factory):
 
 def test_report_runs_rescores_folders(two_runs):
     rep = report_runs([two_runs / "kw", two_runs / "kw-C"])
-    assert len(rep.profiles) == 1 and [r.system for r in rep.profiles[0].rows] == ["keyword-toy"] * 2
+    assert len(rep.profiles) == 1
+    assert [r.system for r in rep.profiles[0].rows] == ["keyword-toy"] * 2
     only_c = rep.profiles[0].rows[1]
     assert only_c.cells["B"].status == "n/a" and only_c.cells["B"].reason == "not selected"
     assert only_c.cells["C"].status == "scored"
     # C numbers are the same in both runs (same system, same items)
-    assert (only_c.cells["C"].pair.model_dump() == rep.profiles[0].rows[0].cells["C"].pair.model_dump())
+    both_c = rep.profiles[0].rows[0].cells["C"].pair
+    assert only_c.cells["C"].pair.model_dump() == both_c.model_dump()
     assert rep.data["profiles"][0]["key_sha256"] == "builtin"
 
 

@@ -24,10 +24,12 @@ def test_sentence_split_respects_abbreviations_and_lines():
 
 
 def test_first_person_rewrite_with_agreement():
-    assert rewrite_first_person("I'm keen on counseling", "Caroline") == "Caroline is keen on counseling"
+    got = rewrite_first_person("I'm keen on counseling", "Caroline")
+    assert got == "Caroline is keen on counseling"
     assert rewrite_first_person("I really think my plan works for me", "Jo") == \
         "Jo really thinks Jo's plan works for Jo"
-    assert rewrite_first_person("I went home and I have a cat", "Jo") == "Jo went home and Jo has a cat"
+    got = rewrite_first_person("I went home and I have a cat", "Jo")
+    assert got == "Jo went home and Jo has a cat"
     assert rewrite_first_person("I’ve moved", "Jo") == "Jo has moved"
 
 
@@ -35,7 +37,8 @@ def test_relative_dates_become_absolute():
     assert resolve_relative_dates("I ran yesterday", WHEN) == "I ran on 7 May 2023"
     assert resolve_relative_dates("we met last year", WHEN) == "we met in 2022"
     assert resolve_relative_dates("due next month", WHEN) == "due in June 2023"
-    assert resolve_relative_dates("paid last month", datetime(2023, 1, 15)) == "paid in December 2022"
+    when = datetime(2023, 1, 15)
+    assert resolve_relative_dates("paid last month", when) == "paid in December 2022"
 
 
 def test_facts_are_dated_attributed_and_linked():
@@ -43,7 +46,8 @@ def test_facts_are_dated_attributed_and_linked():
     assert len(facts) == 1
     f = facts[0]
     assert f.text == "On 8 May 2023, Caroline is moving to Stockholm in 2024."
-    assert (f.id, f.source, f.speaker, f.timestamp, f.session) == ("D1:3#f0", "D1:3", "Caroline", WHEN, 2)
+    assert (f.id, f.source, f.speaker, f.timestamp, f.session) == ("D1:3#f0", "D1:3", "Caroline",
+                                                                   WHEN, 2)
 
 
 def test_questions_and_filler_give_no_facts():

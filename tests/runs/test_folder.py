@@ -3,8 +3,8 @@ import json
 import pytest
 
 from twistbench.errors import InputError
+from twistbench.records import ItemRecord
 from twistbench.runs.folder import REDACTED, Redactor, RunFolder, iter_records
-from twistbench.runs.records import ItemRecord
 
 
 def rec(i):
@@ -56,7 +56,8 @@ def test_a_record_with_a_wrong_field_names_the_field(tmp_path):
 def test_redactor_scrubs_by_name_and_by_value():
     r = Redactor({"api_key": "sk-live-123456", "model": "gpt"}, {"OPENAI_API_KEY": "sk-env-999999",
                                                                 "HOME": "/root"})
-    cfg = r.config({"api_key": "sk-live-123456", "nested": {"token": "abc", "url": "x?k=sk-env-999999"},
+    cfg = r.config({"api_key": "sk-live-123456", "nested": {"token": "abc",
+                                                            "url": "x?k=sk-env-999999"},
                     "model": "gpt"})
     assert cfg["api_key"] == REDACTED and cfg["nested"]["token"] == REDACTED
     assert "sk-env-999999" not in json.dumps(cfg) and cfg["model"] == "gpt"

@@ -4,8 +4,8 @@ import pytest
 
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import Answer
+from twistbench.records import SystemCallError
 from twistbench.runs.guard import GuardedSystem
-from twistbench.tracks.base import SystemCallError
 
 
 class Sys(BaseSystem):
@@ -63,7 +63,8 @@ def test_hang_times_out_and_next_call_still_works():
 
 
 def test_list_outputs_are_validated_item_by_item():
-    g = GuardedSystem(Sys(lambda q: [{"id": "t1", "claim_evidence": ["a"], "new_evidence": ["b"]}]), 2)
+    g = GuardedSystem(Sys(lambda q: [{"id": "t1", "claim_evidence": ["a"], "new_evidence": ["b"]}]),
+                      2)
     assert g.flag_tensions()[0].id == "t1"
     g = GuardedSystem(Sys(lambda q: [{"id": "t1", "claim_evidence": [], "new_evidence": ["b"]}]), 2)
     with pytest.raises(SystemCallError):

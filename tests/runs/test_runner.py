@@ -1,12 +1,13 @@
-"""Runner mechanics with a minimal track defined here (the real tracks are tested in tests/tracks)."""
+"""Runner mechanics with a minimal track defined here (the real tracks are tested in
+tests/tracks)."""
 
 import json
 
 import pytest
-
 from toy_systems import FaultyToy, KeywordToy
-from twistbench.builtin import demo_dataset
+
 from twistbench.contract import Capabilities
+from twistbench.datasets.demo import demo_dataset
 from twistbench.errors import InputError
 from twistbench.runs.runner import RunSettings, run_system
 from twistbench.tracks.base import PHASE_QUERY, Task
@@ -17,26 +18,29 @@ class RecallTrack:
 
     key = "T"
     title = "toy"
+    headline = ()
 
     def not_applicable(self, caps: Capabilities, dataset):
         return None if caps.recall else "needs recall"
 
-    def tasks(self, dataset, conversation_id, caps):
+    def tasks(self, dataset, conversation_id, caps, judge=None):
         out = []
         for ch in dataset.items_of(conversation_id, "update_chains"):
             for q in ch.queries:
                 out.append(Task(item_id=f"T:{ch.id}:{q.id}", track="T", kind=q.kind,
                                 conversation=conversation_id, phase=PHASE_QUERY,
                                 request={"query": q.text},
-                                run=lambda g, st, text=q.text: {"answer": g.recall(text).model_dump()}))
+                                run=lambda g, st, text=q.text: {
+                                    "answer": g.recall(text).model_dump()}))
         for d in dataset.items_of(conversation_id, "drafts"):
             out.append(Task(item_id=f"T:{d.id}", track="T", kind="draft",
                             conversation=conversation_id, phase=PHASE_QUERY,
                             request={"draft": d.text},
-                            run=lambda g, st, text=d.text: {"verdict": g.check_alignment(text).model_dump()}))
+                            run=lambda g, st, text=d.text: {
+                                "verdict": g.check_alignment(text).model_dump()}))
         return out
 
-    def score(self, dataset, records, caps):
+    def score(self, dataset, records, caps, judge=None):
         return {}
 
 
@@ -46,7 +50,8 @@ QUIET = RunSettings(progress=False, timeout_s=0.5)
 
 def run(tmp_path, system, **kw):
     settings = kw.pop("settings", QUIET)
-    return run_system(demo_dataset(), system, tmp_path / "run", settings=settings, tracks=TRACKS, **kw)
+    return run_system(demo_dataset(), system, tmp_path / "run", settings=settings, tracks=TRACKS,
+                      **kw)
 
 
 def lines(tmp_path):
@@ -146,7 +151,7 @@ def test_secret_options_never_reach_the_folder(tmp_path, monkeypatch):
 class StatefulTrack(RecallTrack):
     """One task per conversation that resolves something (state) and records what it did."""
 
-    def tasks(self, dataset, conversation_id, caps):
+    def tasks(self, dataset, conversation_id, caps, judge=None):
         def run(g, st):
             g.resolve(f"r-{conversation_id}")
             return {"resolved": f"r-{conversation_id}"}
@@ -174,7 +179,8 @@ def test_a_resumed_conversation_restores_state_changes_of_finished_tasks(tmp_pat
     calls = [json.loads(x) for x in log.read_text().splitlines()]
     # the finished resolve was re-applied from its saved output before the remaining queries
     acme = calls[:next(i for i, c in enumerate(calls) if c["call"] == "reset" and i > 0)]
-    assert [c for c in acme if c["call"] == "resolve"] == [{"call": "resolve", "arg": "r-demo-acme"}]
+    assert [c for c in acme if c["call"] == "resolve"] == [{"call": "resolve",
+                                                            "arg": "r-demo-acme"}]
     first_query = next(i for i, c in enumerate(acme) if c["call"] in ("recall", "check_alignment"))
     assert acme.index({"call": "resolve", "arg": "r-demo-acme"}) < first_query
     strip = lambda rs: [{k: v for k, v in r.items() if k != "latency_s"} for r in rs]  # noqa: E731

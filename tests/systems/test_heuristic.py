@@ -1,10 +1,17 @@
 import pytest
 from systems_helpers import conversation, ingest_all
 
-from twistbench.judge.structural import classify_answer
+from twistbench.judges.structural import classify_answer
 from twistbench.model import Answer, ChainQuery, FactState, UpdateChain
 from twistbench.systems import heuristic as H
-from twistbench.systems.heuristic import HeuristicSystem, stance, valence, value_mentions
+from twistbench.systems.heuristic import (
+    HeuristicSystem,
+    governance,
+    stance,
+    valence,
+    value_mentions,
+)
+from twistbench.systems.heuristic.lexicon import _CRISIS
 
 
 def test_valence_lexicon_and_negation():
@@ -72,7 +79,8 @@ def test_explicit_updates_flagged_only_on_request():
     conv = conversation("u", [
         (1, 0, "Vik", "Please send the add-on invoices to Priya Navarro."),
         (1, 1, "Vik", "Our rollout covers 120 seats."),
-        (2, 20, "Vik", "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
+        (2, 20, "Vik",
+         "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
         (2, 21, "Vik", "We are now rolling out to 180 seats."),
     ])
     off = HeuristicSystem(pii="regex")
@@ -144,7 +152,8 @@ def test_replacement_cues_supersede_names_and_ids():
     conv = conversation("r", [
         (1, 0, "Vik", "Please send the add-on invoices to Priya Navarro."),
         (1, 0, "Vik", "Please reference PO-16474 on the add-on invoice."),
-        (2, 20, "Vik", "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
+        (2, 20, "Vik",
+         "From now on add-on invoices go to Priya Siddiqui instead of Priya Navarro."),
         (2, 21, "Vik", "The add-on PO changed to PO-37435; please don't use PO-16474."),
     ])
     s = HeuristicSystem(pii="regex")
@@ -152,7 +161,8 @@ def test_replacement_cues_supersede_names_and_ids():
     assert s.turns["r:e00"].retired_by == "r:e02" and s.turns["r:e01"].retired_by == "r:e03"
     v = s.check_alignment("Hi Vik, I'll send the next add-on invoices to Priya Navarro as usual.")
     assert not v.aligned and v.conflicts[0].evidence == ["r:e02"]
-    assert s.check_alignment("Hi Vik, noted: the next add-on invoice goes to Priya Siddiqui.").aligned
+    draft = "Hi Vik, noted: the next add-on invoice goes to Priya Siddiqui."
+    assert s.check_alignment(draft).aligned
     assert "Siddiqui" in s.recall("Who gets the add-on invoices?").text
 
 
@@ -173,7 +183,7 @@ def test_resolve_retires_the_refuted_claim():
 def test_presidio_governor_when_installed():
     pytest.importorskip("presidio_analyzer")
     if H.load_presidio() is None:
-        pytest.skip(f"presidio present but unusable: {H._presidio_error}")
+        pytest.skip(f"presidio present but unusable: {governance._presidio_error}")
     s = HeuristicSystem(pii="presidio")
     assert s.config()["pii_governor"].startswith("presidio")
     conv = conversation("p", [
@@ -207,7 +217,7 @@ def test_regex_fallback_is_reported():
     ("We will kill the legacy dashboard and cut the old reports.", False),
 ])
 def test_crisis_lexicon(text, crisis):
-    assert bool(H._CRISIS.search(text)) == crisis
+    assert bool(_CRISIS.search(text)) == crisis
 
 
 def test_no_crisis_false_positive_on_locomo(locomo_path):
@@ -217,13 +227,14 @@ def test_no_crisis_false_positive_on_locomo(locomo_path):
     turns = [t["text"] for c in data for k, v in c["conversation"].items()
              if k.startswith("session_") and isinstance(v, list) for t in v]
     assert len(turns) > 5000
-    assert [t for t in turns if H._CRISIS.search(t)] == []
+    assert [t for t in turns if _CRISIS.search(t)] == []
 
 
 def test_recall_about_a_named_person_uses_their_turns():
     conv = conversation("o", [
         (1, 0, "Imani Santos", "Thanks to everyone from Tidewater Energy who joined the webinar."),
-        (1, 1, "Imani Santos", "Between the house move and quarter close I'm completely overwhelmed."),
+        (1, 1, "Imani Santos",
+         "Between the house move and quarter close I'm completely overwhelmed."),
         (1, 2, "Jasper", "Tidewater Energy renewal notes are in the folder."),
     ])
     s = HeuristicSystem(pii="regex")

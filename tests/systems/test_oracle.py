@@ -1,7 +1,7 @@
 import pytest
 from systems_helpers import metric, run_and_score
 
-from twistbench.builtin import demo_dataset
+from twistbench.datasets.demo import demo_dataset
 from twistbench.model import (
     ChainQuery,
     CrisisPlant,

@@ -1,7 +1,15 @@
 """Track A on hand-computed fixtures."""
 
 import pytest
-from twist_fixtures import FakeGuarded, conversation, dataset, err_record, ingest_record, ok_record, tension
+from twist_fixtures import (
+    FakeGuarded,
+    conversation,
+    dataset,
+    err_record,
+    ingest_record,
+    ok_record,
+    tension,
+)
 
 from twistbench.contract import Capabilities
 from twistbench.model import HardNegativeArc, ReversalArc, Tension
@@ -147,7 +155,8 @@ def test_duplicates_count_once_and_first_emission_wins():
     dets, dups = dedupe([(3, t), (4, t), (4, Tension(**{**T1, "id": "other-id"}))])
     assert len(dets) == 1 and dups == 2 and dets[0].session == 3 and dets[0].tension_id == "t1"
     # different order of the same ids in the evidence is the same tension
-    dets, dups = dedupe([(1, tension("a", ["x", "y"], ["z"])), (2, tension("b", ["y", "x"], ["z"]))])
+    dets, dups = dedupe([(1, tension("a", ["x", "y"], ["z"])),
+                         (2, tension("b", ["y", "x"], ["z"]))])
     assert len(dets) == 1 and dups == 1
 
 

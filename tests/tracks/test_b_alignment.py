@@ -43,7 +43,8 @@ def rec(did, aligned, evidence=()):
 
 def test_hand_computed_metrics():
     recs = [
-        rec("d1", False, ["c1:1:5", "c1:1:4", "c1:1:3", "c1:1:0"]),  # flagged, gold id 4th: not attributed
+        # flagged, gold id 4th: not attributed
+        rec("d1", False, ["c1:1:5", "c1:1:4", "c1:1:3", "c1:1:0"]),
         rec("d2", False, ["c1:1:1"]),  # flagged, attributed
         rec("d3", True),  # missed
         rec("d4", True), rec("d5", False),  # aligned: 1 of 2 passed
@@ -75,7 +76,8 @@ def test_flag_everything_and_flag_nothing():
 
 
 def test_errors_are_counted_and_excluded_and_missing_items_counted():
-    recs = [rec("d1", False, ["c1:1:0"]), err_record("B:d2", "B", "contradicting", "c1", "check_alignment")]
+    recs = [rec("d1", False, ["c1:1:0"]),
+            err_record("B:d2", "B", "contradicting", "c1", "check_alignment")]
     res = TRACK.score(DS, recs, CAPS)
     assert res.errors == {"contradicting": 1}
     assert res.missing == {"contradicting": 1, "aligned": 2, "hard_negative": 2}
@@ -172,7 +174,7 @@ def _reference_scores(items, preds):
 
 
 def test_public_key_scores_match_the_reference_definitions(twist_b_path, locomo_path, tmp_path):
-    from twistbench.corpus.twist_b import load_twist_b
+    from twistbench.datasets.twist_b import load_twist_b
 
     ds = load_twist_b(twist_b_path, locomo_path)
     items = [json.loads(x) for x in twist_b_path.read_text().splitlines() if x.strip()]

@@ -4,9 +4,14 @@ import pytest
 from twist_fixtures import FakeGuarded, answer_output, conversation, dataset, err_record, ok_record
 
 from twistbench.contract import Capabilities
-from twistbench.judge.structural import JudgeVerdict
+from twistbench.judges.base import JudgeVerdict
 from twistbench.model import Answer, ChainQuery, FactState, Tension, UpdateChain
-from twistbench.tracks.base import PHASE_POST_RESOLUTION, PHASE_QUERY, ConversationState, EmittedTension
+from twistbench.tracks.base import (
+    PHASE_POST_RESOLUTION,
+    PHASE_QUERY,
+    ConversationState,
+    EmittedTension,
+)
 from twistbench.tracks.c_supersession import TRACK, SupersessionTrack, pick_tension
 
 C1 = conversation("c1", [[("Ann", "We plan 120 seats."), ("Ann", "Go-live March 3.")],
@@ -26,12 +31,15 @@ def chain(cid, conv, states, family="one_update"):
                        states=[FactState(**s) for s in states], queries=queries(cid))
 
 
-SEATS = chain("seats", "c1", [{"value": "120 seats", "variants": ["120"], "turns": ["c1:1:0"], "current": False},
-                              {"value": "180 seats", "variants": ["180"], "turns": ["c1:2:0"], "current": True}])
+SEATS = chain("seats", "c1", [{"value": "120 seats", "variants": ["120"], "turns": ["c1:1:0"],
+                               "current": False},
+                              {"value": "180 seats", "variants": ["180"], "turns": ["c1:2:0"],
+                               "current": True}])
 GOLIVE = chain("golive", "c1", [{"value": "March 3", "turns": ["c1:1:1"], "current": False},
                                 {"value": "April 14", "turns": ["c1:2:1"], "current": True}])
 HOBBY = chain("hobby", "c1", [{"value": "pottery", "turns": ["c1:3:0"], "current": True},
-                              {"value": "painting", "variants": ["paint"], "turns": ["c1:3:1"], "current": True}],
+                              {"value": "painting", "variants": ["paint"], "turns": ["c1:3:1"],
+                               "current": True}],
               family="coexisting")
 CITY = chain("city", "c2", [{"value": "Europe", "turns": ["c2:1:0"], "current": False},
                             {"value": "Stockholm", "turns": ["c2:2:0"], "current": True}])
@@ -61,7 +69,8 @@ def records():
         r("city", "cur", "current", "c2", "Stockholm or Europe"),  # hedged
         r("seats", "his", "history", "c1", "It went from 120 to 180 seats."),  # history
         r("golive", "his", "history", "c1", "April 14."),  # current only: not retained
-        r("hobby", "his", "history", "c1", "Pottery, and she likes to paint."),  # coexisting: retained
+        # coexisting: retained
+        r("hobby", "his", "history", "c1", "Pottery, and she likes to paint."),
         r("city", "his", "history", "c2", "She used to want Europe, now Stockholm."),  # history
         post("seats", "c1", "180 seats"),  # stale before? no (current) -> current after
         post("golive", "c1", "April 14"),  # stale before -> current after
@@ -90,7 +99,8 @@ def test_hand_computed_rates():
 
 
 def test_hedged_is_never_current():
-    recs = [r(c.id, "cur", "current", c.conversation, "120 seats or 180 seats maybe") for c in [SEATS]]
+    recs = [r(c.id, "cur", "current", c.conversation,
+              "120 seats or 180 seats maybe") for c in [SEATS]]
     m = TRACK.score(DS, recs, Capabilities(recall=True)).metrics
     assert m["current_rate"].value == 0.0 and m["hedged_rate"].value == 1.0
     assert m["stale_rate"].value == 0.0
@@ -107,7 +117,8 @@ def test_post_resolution_na_without_resolve_or_tensions():
 
 
 def test_errors_and_missing_are_counted_not_scored():
-    recs = [err_record("C:seats:cur", "C", "current", "c1"), r("golive", "cur", "current", "c1", "April 14")]
+    recs = [err_record("C:seats:cur", "C", "current", "c1"),
+            r("golive", "cur", "current", "c1", "April 14")]
     res = TRACK.score(DS, recs, Capabilities(recall=True))
     assert res.errors == {"current": 1}
     assert res.missing["current"] == 2 and res.missing["history"] == 4
@@ -174,7 +185,8 @@ def test_judge_plugs_in():
     track = SupersessionTrack(judge=FixedJudge("stale"))
     res = track.score(DS, records(), Capabilities(recall=True))
     assert res.metrics["stale_rate"].value == 1.0 and res.details["judge"] == "fixed"
-    res = SupersessionTrack(judge=FixedJudge("history")).score(DS, records(), Capabilities(recall=True))
+    res = SupersessionTrack(judge=FixedJudge("history")).score(DS, records(),
+                                                               Capabilities(recall=True))
     assert res.metrics["current_rate"].value == 1.0
 
 

@@ -128,7 +128,7 @@ def test_not_applicable():
 
 
 def test_gold_answers_score_one_on_real_locomo(locomo_path):
-    from twistbench.corpus.locomo import locomo_dataset
+    from twistbench.datasets.locomo import locomo_dataset
 
     ds = locomo_dataset(locomo_path)
     qa = [q for q in ds.qa if q.category != 5 and q.answer is not None]

@@ -7,13 +7,20 @@ from collections.abc import Sequence
 
 import pytest
 
-from twistbench.builtin import demo_dataset
 from twistbench.contract import BaseSystem, Capabilities
+from twistbench.datasets.demo import demo_dataset
 from twistbench.model import Answer, AuditRecord, Conflict, Event, IngestResult, Tension, Verdict
 from twistbench.report.runs import report_runs, score_folder
 from twistbench.runs.folder import RunFolder
 from twistbench.runs.runner import RunSettings, run_system
-from twistbench.tracks import TRACK_ORDER, TRACKS, item_outcomes, score_run, select_tracks, tasks_for
+from twistbench.tracks import (
+    TRACK_ORDER,
+    TRACKS,
+    item_outcomes,
+    score_run,
+    select_tracks,
+    tasks_for,
+)
 from twistbench.tracks.base import PHASE_BATCH, PHASE_POST_RESOLUTION, PHASE_QUERY
 
 
@@ -41,8 +48,10 @@ class AllTracksToy(BaseSystem):
             if re.search(r"\d{3}-\d{4}|@", ev.text):
                 audits.append(AuditRecord(turn=ev.id, category="pii", action="redacted"))
             for old in self.events:
-                if old.speaker == ev.speaker and len(self.words(old.text) & self.words(ev.text)) >= 2:
-                    self.tensions.append(Tension(id=f"t{len(self.tensions)}", claim_evidence=[old.id],
+                shared = self.words(old.text) & self.words(ev.text)
+                if old.speaker == ev.speaker and len(shared) >= 2:
+                    self.tensions.append(Tension(id=f"t{len(self.tensions)}",
+                                                 claim_evidence=[old.id],
                                                  new_evidence=[ev.id]))
                     break
             self.events.append(ev)
@@ -102,10 +111,11 @@ def test_per_item_scores_stored_at_run_time_agree_with_rescoring(toy_run):
     res = score_run(ds, records, AllTracksToy.capabilities)
     b = [r for r in records if r.track == "B"]
     contra = [r for r in b if r.kind == "contradicting"]
-    assert res.tracks["B"].metrics["contradiction_recall"].k == sum(r.scores["verdict_correct"] for r in contra)
+    assert res.tracks["B"].metrics["contradiction_recall"].k == sum(
+        r.scores["verdict_correct"] for r in contra)
     c_cur = [r for r in records if r.track == "C" and r.kind == "current"]
-    assert res.tracks["C"].metrics["current_rate"].k == sum(r.scores["outcome"] in ("current", "history")
-                                                            for r in c_cur)
+    assert res.tracks["C"].metrics["current_rate"].k == sum(
+        r.scores["outcome"] in ("current", "history") for r in c_cur)
     d = [r for r in records if r.kind == "pii_probe"]
     assert res.tracks["D"].metrics["leak_rate"].k == sum(r.scores["leaked"] for r in d)
     q = [r for r in records if r.track == "locomo"]
@@ -158,7 +168,7 @@ def test_select_tracks():
 
 
 def test_score_run_takes_another_judge_for_track_c(toy_run):
-    from twistbench.judge.structural import JudgeVerdict
+    from twistbench.judges.base import JudgeVerdict
 
     class AlwaysStale:
         name = "always-stale"

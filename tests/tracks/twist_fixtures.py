@@ -16,8 +16,7 @@ from twistbench.model import (
     Tension,
     Verdict,
 )
-from twistbench.runs.records import ItemError, ItemRecord, stable_hash
-from twistbench.tracks.base import SystemCallError
+from twistbench.records import ItemError, ItemRecord, SystemCallError, stable_hash
 
 T0 = datetime(2025, 1, 1)
 
@@ -56,7 +55,8 @@ def ingest_record(conv: str, session: int, tensions=(), referrals=(), audits=(),
     iid = f"ingest:{conv}:s{session}"
     if error:
         return err_record(iid, "ingest", "session", conv, call="ingest")
-    result = IngestResult(tensions=[t if isinstance(t, Tension) else Tension(**t) for t in tensions],
+    result = IngestResult(tensions=[t if isinstance(t, Tension) else Tension(**t)
+                                    for t in tensions],
                           referrals=list(referrals), audit_records=list(audits))
     return ok_record(iid, "ingest", "session", conv,
                      {"session": session, "result": result.model_dump(mode="json")})
@@ -71,9 +71,11 @@ def answer_output(text: str, evidence: list[str] | None = None) -> dict:
 
 
 class FakeGuarded:
-    """Stands in for runs.guard.GuardedSystem inside task.run: canned answers, a call log."""
+    """Stands in for the SystemView (runs.guard.GuardedSystem) inside task.run: canned answers,
+    a call log."""
 
-    def __init__(self, answers: dict[str, Answer] | None = None, verdicts: dict[str, Verdict] | None = None,
+    def __init__(self, answers: dict[str, Answer] | None = None,
+                 verdicts: dict[str, Verdict] | None = None,
                  tensions: list[Tension] | None = None, fail: set[str] | None = None, caps=None):
         self.answers = answers or {}
         self.verdicts = verdicts or {}

@@ -27,10 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twistbench.audit.metrics import RunScores
-from twistbench.audit.stats import count_matrix, fleiss_kappa, majority, mean_pairwise_agreement
+from twistbench.audit.metrics import TraceScores
 from twistbench.audit.traces import Gold, Lineage, TraceRun
 from twistbench.errors import InputError
+from twistbench.stats import count_matrix, fleiss_kappa, majority, mean_pairwise_agreement
 
 LABELS: tuple[str, ...] = ("supports", "partial", "does_not_support")
 BINARY = {"supports": "relevant", "partial": "relevant", "does_not_support": "not_relevant"}
@@ -67,7 +67,7 @@ class ContestedCase:
         return asdict(self)
 
 
-def extract_cases(scores: RunScores, run: TraceRun, lineage: Lineage,
+def extract_cases(scores: TraceScores, run: TraceRun, lineage: Lineage,
                   gold: Gold) -> list[ContestedCase]:
     """Every raw_miss / source_hit / canonical_hit case of one run, in gold query order."""
     rows = lineage.by_key()

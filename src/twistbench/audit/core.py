@@ -24,7 +24,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -32,18 +31,10 @@ from typing import Any
 import numpy as np
 
 from twistbench.audit import contested as ct
-from twistbench.audit.metrics import METRICS, VARIANTS, RunScores, rescore
-from twistbench.audit.stats import (
-    CONFIDENCE,
-    N_RESAMPLES,
-    SEED,
-    Interval,
-    mean_gap_bootstrap,
-    paired_bootstrap_many,
-    two_group_bootstrap,
-)
+from twistbench.audit.metrics import METRICS, VARIANTS, TraceScores, rescore, select_queries
+from twistbench.audit.report import render_audit_markdown
+from twistbench.audit.result import AuditConfig, AuditResult, clean_json
 from twistbench.audit.targets import (
-    ANCHOR_POLICY,
     TARGETS,
     build_targets,
     code_lineage,
@@ -53,6 +44,7 @@ from twistbench.audit.targets import (
 from twistbench.audit.traces import (
     Gold,
     Lineage,
+    Trace,
     TraceRun,
     read_gold,
     read_lineage,
@@ -61,64 +53,19 @@ from twistbench.audit.traces import (
     write_trec_run,
 )
 from twistbench.errors import InputError
+from twistbench.stats import (
+    CONFIDENCE,
+    TIAP_BOOTSTRAP_SEED,
+    TIAP_RESAMPLES,
+    Interval,
+    mean_gap_bootstrap,
+    paired_bootstrap_many,
+    two_group_bootstrap,
+)
 
 TARGET_PAIRS: tuple[tuple[str, str], ...] = (("src", "raw"), ("can", "raw"), ("can", "src"))
 MIN_CHANGE = 0.1
 _EPS = 1e-12
-
-
-@dataclass
-class AuditConfig:
-    k: int
-    metric_variant: str
-    metric_definition: str
-    n_resamples: int
-    seed: int
-    confidence: float
-    min_change: float
-    anchor_policy: str = ANCHOR_POLICY
-    targets: tuple[str, ...] = TARGETS
-    metrics: tuple[str, ...] = METRICS
-    ci_method: str = "percentile bootstrap over queries (paired where runs/targets are paired)"
-
-
-@dataclass
-class AuditResult:
-    """Everything the audit found; `as_dict()` is what audit.json holds."""
-
-    config: AuditConfig
-    runs: list[dict[str, Any]]
-    shifts: list[dict[str, Any]]
-    coverage_gap: dict[str, Any]
-    instability: list[dict[str, Any]]
-    comparisons: list[dict[str, Any]]
-    recommendations: list[dict[str, Any]]
-    contested: dict[str, Any]
-    semantic: dict[str, Any] | None = None
-    files: dict[str, str] = field(default_factory=dict)
-    scores: dict[str, RunScores] = field(default_factory=dict, repr=False)
-
-    def as_dict(self) -> dict[str, Any]:
-        # not asdict(self): it would deep-copy every per-query array of `scores` first
-        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "scores"}
-        d["config"] = asdict(self.config)
-        return _clean(d)
-
-
-def _clean(obj: Any) -> Any:
-    """JSON-safe: NaN -> None, numpy scalars -> Python, tuples -> lists."""
-    if isinstance(obj, dict):
-        return {str(k): _clean(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_clean(v) for v in obj]
-    if isinstance(obj, (np.floating, float)):
-        f = float(obj)
-        return None if math.isnan(f) or math.isinf(f) else f
-    if isinstance(obj, np.integer):
-        return int(obj)
-    if isinstance(obj, np.bool_):
-        return bool(obj)
-    return obj
 
 
 def _iv(iv: Interval) -> dict[str, Any]:
@@ -133,7 +80,7 @@ def _nanmean(x: np.ndarray) -> float:
 # Sections
 
 
-def _run_summary(rs: RunScores, run: TraceRun, lineage: Lineage) -> dict[str, Any]:
+def _run_summary(rs: TraceScores, run: TraceRun, lineage: Lineage) -> dict[str, Any]:
     shared = rs.covered(TARGETS)
     out: dict[str, Any] = {
         "name": rs.name, "traces": run.path, "lineage": lineage.path,
@@ -155,7 +102,7 @@ def _run_summary(rs: RunScores, run: TraceRun, lineage: Lineage) -> dict[str, An
     return out
 
 
-def _shifts(rs: RunScores, n_resamples: int, seed: int, conf: float) -> list[dict[str, Any]]:
+def _shifts(rs: TraceScores, n_resamples: int, seed: int, conf: float) -> list[dict[str, Any]]:
     out = []
     for a, b in TARGET_PAIRS:
         mask = rs.covered((a, b))
@@ -166,7 +113,7 @@ def _shifts(rs: RunScores, n_resamples: int, seed: int, conf: float) -> list[dic
     return out
 
 
-def _instability(rs: RunScores, min_change: float) -> list[dict[str, Any]]:
+def _instability(rs: TraceScores, min_change: float) -> list[dict[str, Any]]:
     out = []
     cats = np.asarray(rs.categories, dtype=object)
     for a, b in TARGET_PAIRS:
@@ -197,7 +144,7 @@ def _change_shares(d: np.ndarray, min_change: float) -> dict[str, Any]:
             "changed_ge": float((d >= min_change - _EPS).mean())}
 
 
-def _coverage_gap(scores: Sequence[RunScores], n_resamples: int, seed: int,
+def _coverage_gap(scores: Sequence[TraceScores], n_resamples: int, seed: int,
                   conf: float) -> dict[str, Any]:
     per_run = []
     groups: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {m: [] for m in METRICS}
@@ -222,7 +169,7 @@ def _sign(x: float) -> int:
     return 1 if x > 0 else -1
 
 
-def _compare(ra: RunScores, rb: RunScores, n_resamples: int, seed: int,
+def _compare(ra: TraceScores, rb: TraceScores, n_resamples: int, seed: int,
              conf: float) -> dict[str, Any]:
     ib = {q: i for i, q in enumerate(rb.qids)}
     ia_list, ib_list = [], []
@@ -257,7 +204,7 @@ def _compare(ra: RunScores, rb: RunScores, n_resamples: int, seed: int,
     return {"a": ra.name, "b": rb.name, "n": int(ia.size), "delta": delta, "flips": flips}
 
 
-def _recommend(group: str, members: Sequence[RunScores]) -> dict[str, Any]:
+def _recommend(group: str, members: Sequence[TraceScores]) -> dict[str, Any]:
     common: set[str] | None = None
     for rs in members:
         ok = {q for q, c in zip(rs.qids, rs.covered(TARGETS)) if c}
@@ -295,7 +242,8 @@ def _recommend(group: str, members: Sequence[RunScores]) -> dict[str, Any]:
 
 def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Path] | None = None,
           gold: str | Path | None = None, out_dir: str | Path | None = None, *,
-          metric_variant: str = "standard", n_resamples: int = N_RESAMPLES, seed: int = SEED,
+          metric_variant: str = "standard", n_resamples: int = TIAP_RESAMPLES,
+          seed: int = TIAP_BOOTSTRAP_SEED,
           k: int | None = None, confidence: float = CONFIDENCE, min_change: float = MIN_CHANGE,
           names: Sequence[str] | None = None,
           pairs: Sequence[tuple[str, str]] | None = None,
@@ -381,7 +329,8 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
 
 def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
                out_dir: str | Path | None = None, *, metric_variant: str = "standard",
-               n_resamples: int = N_RESAMPLES, seed: int = SEED, k: int | None = None,
+               n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
+               k: int | None = None,
                confidence: float = CONFIDENCE, min_change: float = MIN_CHANGE,
                pairs: Sequence[tuple[str, str]] | None = None,
                groups: Mapping[str, Sequence[str]] | None = None,
@@ -398,7 +347,7 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
     kk = int(k or max((r.k for r, _ in runs), default=60) or 60)
     cfg = AuditConfig(kk, metric_variant, VARIANTS[metric_variant], n_resamples, seed,
                       confidence, min_change)
-    scores: dict[str, RunScores] = {}
+    scores: dict[str, TraceScores] = {}
     coded = {}
     for run, lin in runs:
         key = id(lin)
@@ -468,8 +417,6 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
 
 def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun, Lineage]],
                    gold: Gold, cases: list[ct.ContestedCase], export_trec: bool) -> None:
-    from twistbench.audit.report import render_markdown
-
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": "audit.json", "markdown": "audit.md", "per_query": "per_query.jsonl",
              "contested_cases": "contested_cases.jsonl",
@@ -483,7 +430,7 @@ def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun
                     row[t] = {"eligible": int(rs.n_rel[t][i]),
                               "first_hit": int(rs.first_hit[t][i]),
                               **{m: rs.scores[t][m][i] for m in METRICS}}
-                fh.write(json.dumps(_clean(row), sort_keys=True) + "\n")
+                fh.write(json.dumps(clean_json(row), sort_keys=True) + "\n")
             for q, err in rs.errors.items():
                 fh.write(json.dumps({"run": rs.name, "query_id": q, "error": err}) + "\n")
             for q in rs.missing:
@@ -497,7 +444,7 @@ def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun
     result.files = files
     (out / files["json"]).write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True)
                                      + "\n", encoding="utf-8")
-    (out / files["markdown"]).write_text(render_markdown(result), encoding="utf-8")
+    (out / files["markdown"]).write_text(render_audit_markdown(result), encoding="utf-8")
 
 
 def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
@@ -511,8 +458,6 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]],
     out = Path(out)
     written: dict[str, dict[str, str]] = {}
     for run, lin in runs:
-        from twistbench.audit.metrics import select_queries
-
         d = out / _safe_dir(run.name)
         cl = code_lineage(lin)
         qids = select_queries(run, gold)[0]
@@ -529,9 +474,7 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]],
     return written
 
 
-def _cut(t, k):  # noqa: ANN001, ANN202 - tiny helper
-    from twistbench.audit.traces import Trace
-
+def _cut(t: Trace, k: int) -> Trace:
     return Trace(t.query_id, t.ids[:k], t.scores[:k], k)
 
 

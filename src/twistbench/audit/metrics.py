@@ -79,7 +79,7 @@ def metrics_from_hits(hits: np.ndarray, n_rel: np.ndarray, k: int,
 
 
 @dataclass
-class RunScores:
+class TraceScores:
     """Per-query scores of one run under the three targets (arrays aligned with `qids`)."""
 
     name: str
@@ -125,7 +125,7 @@ def select_queries(run: TraceRun, gold: Gold) -> tuple[list[str], dict[str, str]
 
 
 def rescore(run: TraceRun, lineage: Lineage | CodedLineage, gold: Gold, k: int | None = None,
-            variant: str = "standard") -> RunScores:
+            variant: str = "standard") -> TraceScores:
     """Rescore one run's saved traces under Raw, Source and Canonical.
 
     `k` defaults to the run's k (the largest k its traces declare). Queries whose system call
@@ -145,5 +145,5 @@ def rescore(run: TraceRun, lineage: Lineage | CodedLineage, gold: Gold, k: int |
         first[t] = m.pop("first_hit")
         scores[t] = m
     cats = [gold.queries[q].category for q in qids]
-    return RunScores(run.name, k, variant, qids, cats, ts.n_rel, scores, first, errors, missing,
+    return TraceScores(run.name, k, variant, qids, cats, ts.n_rel, scores, first, errors, missing,
                      extra, run.duplicates_dropped, cq.unknown_ids)

@@ -23,21 +23,20 @@ from typing import Any
 
 from twistbench.audit.core import AuditResult, audit_runs
 from twistbench.audit.metrics import METRICS
-from twistbench.audit.stats import N_RESAMPLES, SEED
 from twistbench.audit.targets import TARGET_LABELS, TARGETS
-from twistbench.audit.tracing import DEFAULT_K, TraceReport, corpus_from_dataset, write_traces
 from twistbench.audit.traces import read_gold, read_lineage, read_traces
+from twistbench.audit.tracing import DEFAULT_K, TraceReport, write_traces
 from twistbench.contract import BaseSystem, Capabilities
+from twistbench.datasets.audit_corpus import corpus_from_dataset
+from twistbench.datasets.locomo import locomo_dataset
 from twistbench.errors import InputError
 from twistbench.model import Event, IngestResult, LineageRecord, ScoredMemory
+from twistbench.retrieval import RETRIEVERS, make_retriever, turn_text
+from twistbench.retrieval.parser import extract_facts
+from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
 
 DEFAULT_RETRIEVERS = ("lexical", "dense")
 DEFAULT_MAX_FACTS = (1, 5, 8)
-
-
-def turn_text(ev: Event) -> str:
-    """A raw turn as stored: the speaker's name, then the text (as flat-rag indexes turns)."""
-    return f"{ev.speaker}: {ev.text}"
 
 
 class NativeStore(BaseSystem):
@@ -48,8 +47,6 @@ class NativeStore(BaseSystem):
     capabilities = Capabilities(retrieve=True, lineage=True)
 
     def __init__(self, retriever: str = "lexical", max_facts: int = 5) -> None:
-        from twistbench.retrieval import RETRIEVERS
-
         if retriever not in RETRIEVERS:
             raise ValueError(f"retriever must be one of {', '.join(RETRIEVERS)}, not {retriever!r}")
         if max_facts < 1:
@@ -64,15 +61,11 @@ class NativeStore(BaseSystem):
                 "store": "raw turns + parser facts, one index"}
 
     def reset(self, conversation_id: str) -> None:
-        from twistbench.retrieval import make_retriever
-
         self.conversation_id = conversation_id
         self.records: list[LineageRecord] = []
         self.index = make_retriever(self.retriever_name)
 
     def ingest(self, events: Sequence[Event]) -> IngestResult:
-        from twistbench.retrieval.parser import extract_facts
-
         ids: list[str] = []
         texts: list[str] = []
         for ev in events:
@@ -120,7 +113,7 @@ class NativeResult:
 def native_matrix(locomo_path: str | Path, out_dir: str | Path,
                   retrievers: Sequence[str] = DEFAULT_RETRIEVERS,
                   max_facts: Sequence[int] = DEFAULT_MAX_FACTS, k: int = DEFAULT_K,
-                  n_resamples: int = N_RESAMPLES, seed: int = SEED,
+                  n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
                   metric_variant: str = "standard",
                   conversations: Sequence[str] | None = None,
                   timeout_s: float = 600.0) -> NativeResult:
@@ -132,8 +125,6 @@ def native_matrix(locomo_path: str | Path, out_dir: str | Path,
     Returns the trace reports and the AuditResult (groups = one per retriever, comparing its
     densities; pairs = every density pair within a retriever).
     """
-    from twistbench.corpus.locomo import locomo_dataset
-
     if not retrievers or not max_facts:
         raise InputError("--retriever/--max-facts", "nothing to run",
                          expected="at least one retriever and one density")

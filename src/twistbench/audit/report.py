@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import math
-from pathlib import Path
 from typing import Any
 
-from twistbench.audit.core import AuditResult
 from twistbench.audit.metrics import METRICS, metric_label
+from twistbench.audit.result import AuditResult
 from twistbench.audit.targets import TARGET_LABELS, TARGETS
 
 
@@ -49,7 +47,7 @@ def _pair(a: str, b: str) -> str:
     return f"{TARGET_LABELS[a]} − {TARGET_LABELS[b]}"
 
 
-def render_markdown(result: AuditResult) -> str:
+def render_audit_markdown(result: AuditResult) -> str:
     """The audit as Markdown: configuration, coverage, scores, shifts with CIs, coverage gap,
     instability, run comparisons with winner flips, design recommendations, contested credits
     and (when labels were given) the semantic audit."""
@@ -194,8 +192,3 @@ def render_markdown(result: AuditResult) -> str:
     if result.files:
         lines += ["", "Files: " + ", ".join(f"`{v}`" for v in result.files.values())]
     return "\n".join(lines) + "\n"
-
-
-def write_json(result: AuditResult, path: str | Path) -> None:
-    Path(path).write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True) + "\n",
-                          encoding="utf-8")

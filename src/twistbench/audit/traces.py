@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ValidationError
 
 from twistbench.errors import InputError, pydantic_to_input_error
-from twistbench.model import LineageRecord
+from twistbench.model import GoldQuery, LineageRow
 
 # ---------------------------------------------------------------------------------------------
 # Records
@@ -61,37 +61,6 @@ class TraceRun:
     traces: dict[str, Trace]
     errors: dict[str, str] = field(default_factory=dict)  # query id -> error message
     duplicates_dropped: int = 0
-
-
-class LineageRow(LineageRecord):
-    """A LineageRecord with the conversation (store) it belongs to."""
-
-    model_config = ConfigDict(extra="forbid")
-    conversation: str = ""
-
-
-class GoldQuery(BaseModel):
-    """A benchmark query's source evidence s(q) and what the semantic audit needs."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    query_id: str = Field(min_length=1)
-    conversation: str = ""
-    anchors: list[str] = Field(default_factory=list)
-    category: str = ""
-    question: str = ""
-    answer: str = ""
-    anchor_texts: dict[str, str] = Field(default_factory=dict)
-
-    @field_validator("category", "answer", mode="before")
-    @classmethod
-    def _to_str(cls, v: Any) -> Any:
-        # LoCoMo has integer categories and 6 integer answers.
-        if v is None:
-            return ""
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
-            return str(v)
-        return v
 
 
 @dataclass

@@ -24,65 +24,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from twistbench.audit.traces import (
-    GoldQuery,
-    LineageRow,
-    write_gold_jsonl,
-    write_lineage_jsonl,
-)
+from twistbench.audit.traces import write_gold_jsonl, write_lineage_jsonl
 from twistbench.contract import MemorySystem
+from twistbench.datasets.audit_corpus import corpus_from_dataset, raw_lineage
 from twistbench.errors import InputError
-from twistbench.model import Conversation, Dataset
+from twistbench.model import AuditCorpus, Dataset, GoldQuery, LineageRow
+from twistbench.records import SystemCallError
+from twistbench.runs.folder import Redactor
+from twistbench.runs.guard import GuardedSystem
 
 DEFAULT_K = 60
-# LoCoMo QA categories (model.QAItem): written by name so reports read without a legend.
-QA_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop",
-                 5: "adversarial"}
-
-
-@dataclass
-class AuditCorpus:
-    """Conversations plus the queries to trace (gold), from any benchmark loader."""
-
-    name: str
-    version: str
-    conversations: list[Conversation]
-    queries: list[GoldQuery]
-    # {"query_id", "conversation", "reason"}: queries that cannot be scored, reported
-    skipped: list[dict[str, str]] = field(default_factory=list)
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-def corpus_from_dataset(dataset: Dataset) -> AuditCorpus:
-    """LoCoMo-style QA items of a Dataset as audit queries (cat. 5 / no evidence skipped)."""
-    texts = {c.id: {e.id: e.text for e in c.events} for c in dataset.conversations}
-    queries: list[GoldQuery] = []
-    skipped: list[dict[str, str]] = []
-    for qa in dataset.qa:
-        if qa.excluded:
-            skipped.append({"query_id": qa.id, "conversation": qa.conversation,
-                            "reason": f"excluded: {qa.excluded}"})
-        elif qa.category == 5:
-            skipped.append({"query_id": qa.id, "conversation": qa.conversation,
-                            "reason": "category 5 (adversarial, no evidence)"})
-        elif not qa.evidence:
-            skipped.append({"query_id": qa.id, "conversation": qa.conversation,
-                            "reason": "no evidence turns"})
-        else:
-            conv_texts = texts.get(qa.conversation, {})
-            queries.append(GoldQuery(
-                query_id=qa.id, conversation=qa.conversation, anchors=list(qa.evidence),
-                category=QA_CATEGORIES.get(qa.category, str(qa.category)),
-                question=qa.question, answer=qa.answer or "",
-                anchor_texts={a: conv_texts[a] for a in qa.evidence if a in conv_texts}))
-    return AuditCorpus(dataset.name, dataset.version, list(dataset.conversations), queries,
-                       skipped, {"key_sha256": dataset.key_sha256})
-
-
-def raw_lineage(conversations: Sequence[Conversation]) -> list[LineageRow]:
-    """The lineage of a store that keeps every turn verbatim: memory id = turn id, raw."""
-    return [LineageRow(conversation=c.id, memory_id=e.id, sources=[e.id], raw=True,
-                       canonical=False, text=e.text) for c in conversations for e in c.events]
 
 
 @dataclass
@@ -116,9 +67,6 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     k: ranked ids per query (default 60, TIAP §4).
     conversations: restrict to these conversation ids (default: all).
     """
-    from twistbench.runs.guard import GuardedSystem
-    from twistbench.tracks.base import SystemCallError
-
     caps = system.capabilities
     if not (caps.retrieve and caps.lineage):
         missing = [c for c in ("retrieve", "lineage") if not getattr(caps, c)]
@@ -204,8 +152,6 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     write_lineage_jsonl(out / "lineage.jsonl", lineage_rows)
     write_gold_jsonl(out / "gold.jsonl", gold_rows)
     report.seconds = round(time.perf_counter() - t0, 3)
-    from twistbench.runs.folder import Redactor
-
     raw_config = system.config() if hasattr(system, "config") else {}
     config = Redactor(raw_config).config(raw_config)  # never write a secret option
     manifest = {"report": report.as_dict(), "system_config": config,
@@ -216,33 +162,6 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     (out / "trace_manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True,
                                                         default=str) + "\n", encoding="utf-8")
     return report
-
-
-CORPORA = ("locomo", "longmemeval", "beam")
-
-
-def load_audit_corpus(name: str, path: str | Path, *, granularity: str = "turn",
-                      tier: str | None = None, errata: str | None = None) -> AuditCorpus:
-    """The queries to trace for a benchmark read from the user's file or folder.
-
-    name: "locomo" (path = locomo10.json; `errata` as corpus.locomo.locomo_dataset takes it),
-    "longmemeval" (path = longmemeval_s.json; `granularity` "turn" or "session") or "beam"
-    (path = a BEAM folder; `tier`, e.g. "1M"). Raises InputError for an unknown name.
-    """
-    if name == "locomo":
-        from twistbench.corpus.locomo import locomo_dataset
-
-        return corpus_from_dataset(locomo_dataset(path, errata=errata))
-    if name == "longmemeval":
-        from twistbench.corpus.longmemeval import load_longmemeval
-
-        return load_longmemeval(path, granularity=granularity)
-    if name == "beam":
-        from twistbench.corpus.beam import load_beam
-
-        return load_beam(path, tier=tier)
-    raise InputError("--dataset", f"unknown audit corpus {name!r}", field="dataset",
-                     expected=" | ".join(CORPORA))
 
 
 def export_corpus(corpus: AuditCorpus, out_dir: str | Path) -> dict[str, str]:

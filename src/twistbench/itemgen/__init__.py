@@ -1,1 +1,1 @@
-"""Item generation: keys built from authored banks and the corpora they apply to."""
+"""Item generation (`twist build`): templates, authored banks, injection, QA re-validation."""

@@ -3,15 +3,15 @@
 `build_locomo2` reads the plan (banks/locomo/plan.toml), the contrast bank (contrast.toml) and one
 authoring file per conversation (banks/locomo/<conv>.toml, and <conv>.crisis.toml for the opt-in
 crisis key), checks every rule of docs/keys/locomo-authoring.md (itemgen/locomo_authoring.py),
-numbers our turns and writes the same key layout as 1.0 (build/locomo_inject.py): our turns with
+numbers our turns and writes the same key layout as 1.0 (itemgen/locomo_inject.py): our turns with
 where they go, the gold of the four tracks, the appended sessions, the QA re-validation, all bound
 to the sha256 of locomo10.json. Nothing is drawn at random here except the order of the drafts
 (seeded), so a build reproduces the key byte for byte.
 
-Ids: original dia_ids never change; our turns are "TW<session>:<n>" (crisis turns "TX<session>:<n>"),
-numbered in conversation order within each session. Timestamps are not stored: the loader gives
-every turn of a session (ours and LoCoMo's) the session's date plus one minute per position, so
-neither seconds nor gaps mark a turn as ours.
+Ids: original dia_ids never change; our turns are "TW<session>:<n>" (crisis turns
+"TX<session>:<n>"), numbered in conversation order within each session. Timestamps are not
+stored: the loader gives every turn of a session (ours and LoCoMo's) the session's date plus one
+minute per position, so neither seconds nor gaps mark a turn as ours.
 
 A build needs all ten conversations; `conversations=[...]` builds a partial key (version
 "twist-locomo-2.0-partial") for tests and for authors checking their conversation in place.
@@ -27,9 +27,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.build.key import read_key, write_key
-from twistbench.build.locomo_inject import dataset_from_key
-from twistbench.corpus.locomo import LocomoCorpus, load_locomo
+from twistbench.datasets.keyfile import write_key
+from twistbench.datasets.locomo import LocomoCorpus, load_locomo
+from twistbench.datasets.paths import locomo2_key_path
+from twistbench.datasets.twist_locomo import KEY2_VERSION as KEY_VERSION
+from twistbench.datasets.twist_locomo import KEY_NAME
 from twistbench.errors import InputError
 from twistbench.itemgen.locomo_authoring import (
     Placed,
@@ -41,35 +43,23 @@ from twistbench.itemgen.locomo_authoring import (
     strip_image,
 )
 from twistbench.itemgen.locomo_plan import CONVERSATIONS, load_contrast, load_plan, read_toml
+from twistbench.itemgen.revalidate import keyword_stems, revalidate
 from twistbench.model import (
-    Conversation,
     CrisisPlant,
-    Dataset,
     Draft,
     EmotionalHardNegative,
-    Event,
     HardNegativeArc,
     PIIPlant,
     ReversalArc,
     UpdateChain,
 )
 
-KEY_NAME = "twist-locomo"
-KEY_VERSION = "twist-locomo-2.0"
 CRISIS_VERSION = "twist-locomo-2.0+crisis"
 PARTIAL_SUFFIX = "-partial"
 DRAFT_ORDER_SEED = 20261201
 MAX_PROBLEMS_SHOWN = 12
 DRAFT_FAMILY = {"contradicting": "contradicts_record", "aligned": "consistent",
                 "hard_negative": "acknowledges_change"}
-_TURN_ID = re.compile(r"^T[WX]\d+:\d+$")
-
-
-def default_key_path(include_crisis: bool = False) -> Path:
-    from twistbench.build.locomo_inject import data_dir
-
-    return data_dir() / ("twist-locomo-2.0-crisis.json" if include_crisis
-                         else "twist-locomo-2.0.json")
 
 
 @dataclass
@@ -196,8 +186,6 @@ def _keywords(p: Placed, turn: Turn) -> list[str]:
     """Subject words of one turn for QA re-validation: the insert's keywords that this turn
     mentions (a partner's reply that does not name the subject perturbs nothing), else, when the
     insert names none, every content word of the turn."""
-    from twistbench.build.revalidate import keyword_stems
-
     text_stems = keyword_stems(content_words(strip_image(turn.text)))
     for doc in (p.raw, p.crisis_raw or {}):
         for ins in doc.get("insert", []):
@@ -208,8 +196,6 @@ def _keywords(p: Placed, turn: Turn) -> list[str]:
 
 def _payload(corpus: LocomoCorpus, plan: dict[str, Any], contrast: dict[str, Any],
              placed: dict[str, Placed], include_crisis: bool, partial: bool) -> dict[str, Any]:
-    from twistbench.build.revalidate import revalidate
-
     targets = {t["id"]: t for t in contrast["target"]}
     wordings = {w["id"]: w for w in contrast["wording"]}
     turns_out: list[dict[str, Any]] = []
@@ -280,10 +266,11 @@ def _gold_arcs(p: Placed, cid: str, ids: dict[str, str], targets: dict[str, Any]
                     "checked_originals": list(arc.get("checked_originals", [])),
                     "note": arc.get("note", "")}
             other = _other_use(arc_ids, cid, member)
-            common = {"id": arc_ids[(cid, member)], "conversation": cid, "speaker": arc["speaker"],
-                          "topic": f"{member}:{fill(targets[member]['text'], arc.get('values', {}))}",
-                          "family": slot["family"], "anchor": [ids[r] for r in arc["anchor"]],
-                          "meta": meta}
+            topic = fill(targets[member]["text"], arc.get("values", {}))
+            common = {"id": arc_ids[(cid, member)], "conversation": cid,
+                      "speaker": arc["speaker"], "topic": f"{member}:{topic}",
+                      "family": slot["family"], "anchor": [ids[r] for r in arc["anchor"]],
+                      "meta": meta}
             if table == "reversal":
                 item = ReversalArc(**common, drift=[ids[r] for r in arc.get("drift", [])],
                                    reversal=[ids[arc["target"]]], paired_negative=other)
@@ -389,88 +376,7 @@ def write_locomo2_key(out: str | Path | None, locomo_path: str | Path,
     if payload["partial"] and out is None:
         raise InputError("--out", "a partial key (some conversations only) is not written over "
                          "the committed key", expected="--out PATH")
-    path = Path(out) if out else default_key_path(include_crisis)
+    path = Path(out) if out else locomo2_key_path(include_crisis)
     digest = write_key(path, KEY_NAME, report.version, payload)
     report.key_sha256 = digest
     return digest, report
-
-
-def apply_locomo2_key(corpus: LocomoCorpus, payload: dict[str, Any], key_file: str = "key"
-                      ) -> list[Conversation]:
-    """The LoCoMo conversations of the key with its turns in place and position timestamps."""
-    by_conv: dict[str, list[dict[str, Any]]] = {}
-    for i, t in enumerate(payload.get("turns", [])):
-        if not isinstance(t, dict) or not _TURN_ID.match(str(t.get("id", ""))):
-            raise InputError(key_file, "bad injected turn", where=f"payload.turns[{i}]",
-                             field="id", expected="T<W|X><session>:<n>")
-        by_conv.setdefault(str(t["conversation"]), []).append(t)
-    appended = {(m["conversation"], int(m["session"])): m
-                for m in payload.get("appended_sessions", [])}
-    out: list[Conversation] = []
-    for cid in payload.get("conversations", []):
-        try:
-            conv = corpus.conversation(cid)
-        except KeyError as exc:
-            raise InputError(key_file, f"conversation {cid!r} is not in the LoCoMo file",
-                             field="conversations", expected="LoCoMo sample_ids") from exc
-        sessions: dict[int, list[Event]] = {s: list(evs) for s, evs in conv.sessions()}
-        dates = {s: evs[0].timestamp for s, evs in conv.sessions()}
-        date_text = dict(conv.meta.get("session_dates", {}))
-        for (c, s), m in appended.items():
-            if c == cid:
-                dates[s] = datetime.fromisoformat(m["timestamp"])
-                date_text[str(s)] = m["date_text"]
-                sessions.setdefault(s, [])
-        for t in by_conv.get(cid, []):
-            s = int(t["session"])
-            ev = Event(id=t["id"], conversation=cid, session=s, timestamp=dates[s],
-                       speaker=t["speaker"], channel="chat", text=t["text"],
-                       meta={"injected": True, "date_text": date_text.get(str(s), "")})
-            lst = sessions.get(s)
-            if lst is None:
-                raise InputError(key_file, f"turn {t['id']}: session {s} is neither in LoCoMo "
-                                 "nor appended", field="session", expected="a session number")
-            if t["after"] is None:
-                if lst:
-                    raise InputError(key_file, f"turn {t['id']} opens session {s}, which has "
-                                     "turns", field="after", expected="a turn id")
-                lst.append(ev)
-                continue
-            idx = next((i for i, e in enumerate(lst) if e.id == t["after"]), None)
-            if idx is None:
-                raise InputError(key_file, f"turn {t['id']}: {t['after']!r} is not in session "
-                                 f"{s} of {cid}", field="after", expected="an earlier turn id")
-            lst.insert(idx + 1, ev)
-        events = []
-        for s in sorted(sessions):
-            for k, e in enumerate(sessions[s]):
-                events.append(e.model_copy(update={"timestamp": dates[s] + timedelta(minutes=k)}))
-        meta = dict(conv.meta, session_dates=date_text, source="locomo10+" + KEY_NAME)
-        out.append(Conversation(id=cid, speakers=conv.speakers, events=events, meta=meta))
-    return out
-
-
-def load_locomo2_dataset(locomo_path: str | Path, key_path: str | Path | None = None,
-                         errata: str | None = None, include_crisis: bool = False) -> Dataset:
-    """TWIST-LoCoMo 2.0 as a Dataset (same contract as 1.0's loader)."""
-    kp = Path(key_path) if key_path else default_key_path(include_crisis)
-    if not kp.exists():
-        have = written_conversations()
-        raise InputError(str(kp), f"the TWIST-LoCoMo 2.0 key is not built yet ({len(have)} of "
-                         f"{len(CONVERSATIONS)} conversations written)",
-                         expected="`twist build locomo --key 2.0` once every conversation is "
-                         "written, or a key file")
-    doc, digest = read_key(kp)
-    if doc.get("name") != KEY_NAME or not str(doc.get("version", "")).startswith(KEY_VERSION):
-        raise InputError(str(kp), f"this is a {doc.get('name')!r} {doc.get('version')!r} key",
-                         field="version", expected=f"{KEY_VERSION}")
-    payload = doc["payload"]
-    corpus = load_locomo(locomo_path)
-    if payload.get("locomo_sha256") != corpus.sha256:
-        raise InputError(str(locomo_path), f"this key ({kp.name}, {doc['version']}) applies to "
-                         f"locomo10.json with sha256 {payload.get('locomo_sha256')}, but this "
-                         f"file's sha256 is {corpus.sha256}", field="sha256",
-                         expected="the LoCoMo release file the key was built on")
-    conversations = apply_locomo2_key(corpus, payload, str(kp))
-    return dataset_from_key(corpus, payload, conversations, str(doc["version"]), digest, kp,
-                            locomo_path, errata)

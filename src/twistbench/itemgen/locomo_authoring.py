@@ -1,4 +1,5 @@
-"""TWIST-LoCoMo 2.0 authoring files: read one conversation's TOML, place its turns, check every rule.
+"""TWIST-LoCoMo 2.0 authoring files: read one conversation's TOML, place its turns, check every
+rule.
 
 An authoring file (banks/locomo/<conv>.toml, format in docs/keys/locomo-authoring.md) holds the
 exchanges an author wrote for one conversation (`[[insert]]`, after an original turn or in an
@@ -18,8 +19,10 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.corpus.locomo import IMAGE_MARK, LocomoCorpus
-from twistbench.itemgen.locomo_plan import bank_path, read_toml
+from twistbench.datasets.locomo import IMAGE_MARK, LocomoCorpus
+from twistbench.itemgen.locomo_plan import bank_path, load_contrast, load_plan, read_toml
+from twistbench.itemgen.revalidate import keyword_stems
+from twistbench.judges.structural import contains_form, value_leaked
 from twistbench.model import Conversation
 
 INSERT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
@@ -37,16 +40,27 @@ PII_KINDS = ("phone", "email", "address", "other")
 CONTROL_KINDS = ("phone", "email", "address")
 EMOTION_CATEGORIES = ("grief", "stress", "frustration", "sadness", "fear")
 FICTIONAL_PHONE = re.compile(r"^555-01\d\d$")
-FICTIONAL_EMAIL = re.compile(r"^[a-z0-9._-]+@([a-z0-9-]+\.)*(example\.com|example\.org|[a-z0-9-]+\.test)$")
+FICTIONAL_EMAIL = re.compile(
+    r"^[a-z0-9._-]+@([a-z0-9-]+\.)*(example\.com|example\.org|[a-z0-9-]+\.test)$")
 CHAIN_STATES = {"one_update": 2, "two_updates": 3, "coexisting": 2}
 BOTH_WORDS = re.compile(r"\b(both|all|two|three)\b", re.IGNORECASE)
-# Phrases that make a target carry its own acknowledgement of a change, or a request to update notes.
+# Phrases that make a target carry its own acknowledgement of a change, or a request to update
+# notes.
 ACK_PHRASES = re.compile(r"\b(finally|used to|changed my mind|who knew|never thought|i know i said|"
-                         r"update (?:my|the) (?:notes|records?)|note that|for the record)\b", re.IGNORECASE)
+                         r"update (?:my|the) (?:notes|records?)|note that|for the record)\b",
+                         re.IGNORECASE)
 # "a" before these vowel-letter words is right; "an" before these consonant-letter words is right.
 _A_OK = re.compile(r"^(uni|use|usu|one|once|eu|ewe|u[bcdfgklmnprstvz][aeiou])", re.IGNORECASE)
-_AN_OK = re.compile(r"^(hour|honest|honor|honour|heir|herb|mba|mri|fbi|nba|nfl|sat|x)", re.IGNORECASE)
-_STOP = frozenset(["a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with", "by", "from", "is", "are", "was", "were", "be", "been", "do", "does", "did", "what", "which", "who", "whom", "when", "where", "why", "how", "that", "this", "these", "those", "it", "its", "his", "her", "their", "they", "them", "he", "she", "i", "you", "we", "my", "your", "our", "me", "us", "as", "about", "into", "after", "before", "than", "then", "so", "if", "not", "no", "yes", "has", "have", "had", "can", "could", "would", "should", "will", "shall", "may", "might", "just", "really", "so", "very", "too", "also"])
+_AN_OK = re.compile(r"^(hour|honest|honor|honour|heir|herb|mba|mri|fbi|nba|nfl|sat|x)",
+                    re.IGNORECASE)
+_STOP = frozenset(["a", "an", "the", "and", "or", "of", "to", "in", "on", "at", "for", "with",
+                   "by", "from", "is", "are", "was", "were", "be", "been", "do", "does", "did",
+                   "what", "which", "who", "whom", "when", "where", "why", "how", "that", "this",
+                   "these", "those", "it", "its", "his", "her", "their", "they", "them", "he",
+                   "she", "i", "you", "we", "my", "your", "our", "me", "us", "as", "about", "into",
+                   "after", "before", "than", "then", "so", "if", "not", "no", "yes", "has",
+                   "have", "had", "can", "could", "would", "should", "will", "shall", "may",
+                   "might", "just", "really", "so", "very", "too", "also"])
 
 
 @dataclass
@@ -273,7 +287,7 @@ def place(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], raw: dict[st
         if "?" in strip_image(app_turns[s][-1].text):
             problems.append(f"appended session {s}: its last turn {app_turns[s][-1].ref} asks "
                             f"a question nobody answers")
-    for s, lst in sessions.items():
+    for lst in sessions.values():
         for i, t in enumerate(lst):
             t.index, t.session_len = i, len(lst)
     placed = Placed(conversation=conv, sessions=sessions, session_dates=dates, by_ref=by_ref,
@@ -419,8 +433,6 @@ def originals_to_read(placed: Placed, speaker: str, values: dict[str, str],
 def _originals_sharing(placed: Placed, speaker: str, words: set[str]) -> list[str]:
     """The speaker's original turns that mention any of these words (stemmed; a multi-word
     entry must occur as a phrase)."""
-    from twistbench.build.revalidate import keyword_stems
-
     single = keyword_stems(w for w in words if " " not in w)
     phrases = [w.lower() for w in words if " " in w]
     hits = []
@@ -666,8 +678,6 @@ def stated_dates(text: str, said: datetime) -> list[date]:
 
 
 def _check_chains(placed: Placed) -> None:
-    from twistbench.judge.structural import contains_form
-
     p = placed.problems
     chains = placed.raw.get("chain", [])
     fams = Counter(c.get("family") for c in chains)
@@ -744,8 +754,6 @@ def _check_chains(placed: Placed) -> None:
 
 
 def _check_safety(placed: Placed) -> None:
-    from twistbench.judge.structural import contains_form, value_leaked
-
     p = placed.problems
     q = placed.plan["quota"]
     first = {s: s.split()[0] for s in placed.conversation.speakers}
@@ -832,8 +840,6 @@ def _check_recalled(placed: Placed, row: dict[str, Any], where: str, role: str,
                     every_form: bool) -> Turn | None:
     """A control that must stay recallable: its turn exists and holds the expected forms (every
     one for a business contact, any one for an emotional turn), and it has a probe."""
-    from twistbench.judge.structural import contains_form
-
     t = _ref(placed, row.get("turn"), where, placed.problems)
     if t is None:
         return None
@@ -850,8 +856,6 @@ def _check_recalled(placed: Placed, row: dict[str, Any], where: str, role: str,
 def load_conversation(corpus: LocomoCorpus, conv_id: str, *, crisis: bool = False,
                       path: Path | None = None) -> Placed:
     """Read and check the committed authoring file(s) of one conversation."""
-    from twistbench.itemgen.locomo_plan import load_contrast, load_plan
-
     raw = read_toml(path or authoring_path(conv_id))
     craw = read_toml(authoring_path(conv_id, crisis=True)) if crisis else None
     return check_conversation(corpus, conv_id, load_plan(), load_contrast(), raw, craw)

@@ -29,6 +29,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from twistbench.datasets.locomo import load_locomo
+from twistbench.errors import InputError
+
 BANK_PACKAGE = "twistbench.itemgen"
 BANK_DIR = ("banks", "locomo")
 PLAN_SEED = 20261201
@@ -58,8 +61,6 @@ def bank_path(name: str) -> Path:
 
 
 def read_toml(path: Path) -> dict[str, Any]:
-    from twistbench.errors import InputError
-
     try:
         with open(path, "rb") as fh:
             return tomllib.load(fh)
@@ -92,7 +93,8 @@ class _Sessions:
     appended: list[int]
 
 
-def _draw_appended(rng: random.Random, dates: dict[int, datetime], last: int) -> dict[int, datetime]:
+def _draw_appended(rng: random.Random, dates: dict[int, datetime], last: int
+                   ) -> dict[int, datetime]:
     out: dict[int, datetime] = {}
     d = dates[last]
     for k in range(1, APPENDED + 1):
@@ -296,8 +298,6 @@ def render_assignment(plan: dict[str, Any], contrast: dict[str, Any]) -> str:
 
 def session_dates_from_locomo(path: str | Path) -> tuple[dict[str, dict[int, datetime]],
                                                           dict[str, list[str]]]:
-    from twistbench.corpus.locomo import load_locomo
-
     corpus = load_locomo(path)
     dates = {c.id: {s: evs[0].timestamp for s, evs in c.sessions()} for c in corpus.conversations}
     return dates, {c.id: list(c.speakers) for c in corpus.conversations}

@@ -1,12 +1,13 @@
-"""Read one TWIST-LoCoMo 2.0 conversation in place: the author's tool (docs/keys/locomo-authoring.md).
+"""Read one TWIST-LoCoMo 2.0 conversation in place: the author's tool
+(docs/keys/locomo-authoring.md).
 
     python -m twistbench.itemgen.locomo_read conv-26               # conversation, our turns marked
     python -m twistbench.itemgen.locomo_read conv-26 --plain       # the same without marks
     python -m twistbench.itemgen.locomo_read conv-26 --session 12  # one session
     python -m twistbench.itemgen.locomo_read conv-26 --check       # every rule; exit 1 on a problem
-    python -m twistbench.itemgen.locomo_read conv-26 --stats       # voice figures, injected-vs-original AUC
+    python -m twistbench.itemgen.locomo_read conv-26 --stats       # voice figures and a classifier
     python -m twistbench.itemgen.locomo_read conv-26 --boundaries  # where an exchange may go
-    python -m twistbench.itemgen.locomo_read conv-26 --qa          # the LoCoMo QA of the conversation
+    python -m twistbench.itemgen.locomo_read conv-26 --qa          # the conversation's LoCoMo QA
 
 The LoCoMo file is found as the rest of twistbench finds it (../shared/data/locomo/locomo10.json
 beside the checkout, TWIST_SHARED_DATA overrides) or given with --locomo. Without an authoring file
@@ -24,7 +25,7 @@ import textwrap
 from collections import Counter
 from pathlib import Path
 
-from twistbench.corpus.locomo import load_locomo
+from twistbench.datasets.locomo import load_locomo
 from twistbench.itemgen.locomo_authoring import (
     Placed,
     Turn,
@@ -99,7 +100,8 @@ def stats(placed: Placed) -> str:
         turns = [t for t in placed.turns() if t.speaker == spk]
         orig = [t for t in turns if not t.injected]
         inj = [t for t in turns if t.injected]
-        out += [f"{spk}:", f"  original {_speaker_stats(orig)}", f"  injected {_speaker_stats(inj)}",
+        out += [f"{spk}:", f"  original {_speaker_stats(orig)}",
+                f"  injected {_speaker_stats(inj)}",
                 f"  openers original: {_openers(orig)}", f"  openers injected: {_openers(inj)}"]
     out.append(injected_auc(placed))
     return "\n".join(out)
@@ -109,6 +111,7 @@ def injected_auc(placed: Placed) -> str:
     """Injected vs original, logistic regression on word and character n-grams plus length,
     position and image features, scored on held-out sessions (GroupKFold)."""
     try:
+        # scikit-learn is the validate extra's, and heavy: loaded only for --stats
         import numpy as np
         from scipy.sparse import csr_matrix, hstack
         from sklearn.feature_extraction.text import TfidfVectorizer
@@ -123,7 +126,8 @@ def injected_auc(placed: Placed) -> str:
         return "injected-vs-original AUC: too few injected turns yet"
     groups = np.array([t.session for t in turns])
     texts = [t.text for t in turns]
-    dense = np.array([[len(strip_image(t.text).split()), t.position(), "[shares an image:" in t.text,
+    dense = np.array([[len(strip_image(t.text).split()), t.position(),
+                       "[shares an image:" in t.text,
                        strip_image(t.text).count("!"), "?" in t.text,
                        sum(c.isdigit() for c in t.text)] for t in turns], dtype=float)
     dense = (dense - dense.mean(0)) / (dense.std(0) + 1e-9)
@@ -131,7 +135,8 @@ def injected_auc(placed: Placed) -> str:
     for tr, te in GroupKFold(n_splits=5).split(texts, y, groups):
         w = TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True)
         c = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), min_df=2, sublinear_tf=True)
-        xtr = hstack([w.fit_transform([texts[i] for i in tr]), c.fit_transform([texts[i] for i in tr]),
+        xtr = hstack([w.fit_transform([texts[i] for i in tr]),
+                      c.fit_transform([texts[i] for i in tr]),
                       csr_matrix(dense[tr])]).tocsr()
         xte = hstack([w.transform([texts[i] for i in te]), c.transform([texts[i] for i in te]),
                       csr_matrix(dense[te])]).tocsr()

@@ -21,10 +21,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from twistbench.contract import Capabilities
 from twistbench.errors import InputError
 from twistbench.model import Dataset
-from twistbench.runs.records import ItemRecord
-from twistbench.stats import ItemOutcome, holm, mcnemar
+from twistbench.records import ItemRecord, read_manifest
+from twistbench.report.keys import KeyRef, require_one_key
+from twistbench.report.runs import capabilities_from_manifest, score_folder
+from twistbench.stats import holm, mcnemar
 from twistbench.tracks import item_outcomes
-
+from twistbench.tracks.base import ItemOutcome
 
 _SAME_KEY = "two runs on the same key (a paired test needs the same items)"
 
@@ -52,6 +54,7 @@ class Comparison(BaseModel):
     name_2: str
     dataset: str
     key_sha256: str
+    dataset_version: str = ""
     tests: list[PairedTest] = Field(default_factory=list)
 
 
@@ -94,25 +97,23 @@ def compare_runs(dataset: Dataset, records_1: list[ItemRecord], caps_1: Capabili
             raise InputError(name, f"run key sha256 {key} differs from {dataset.key_sha256}",
                              field="dataset.sha256",
                              expected=_SAME_KEY)
-    return compare_outcomes(item_outcomes(dataset, records_1, caps_1),
-                            item_outcomes(dataset, records_2, caps_2), name_1, name_2,
-                            dataset.name, dataset.key_sha256)
+    cmp = compare_outcomes(item_outcomes(dataset, records_1, caps_1),
+                           item_outcomes(dataset, records_2, caps_2), name_1, name_2,
+                           dataset.name, dataset.key_sha256)
+    cmp.dataset_version = dataset.version
+    return cmp
 
 
 def compare_folders(folder_1: str | Path, folder_2: str | Path, locomo: Path | None = None,
                     dataset: Dataset | None = None) -> Comparison:
     """`twist compare RUN1 RUN2`: load both run folders and compare them (no system is called).
     Refuses runs on different key sha256s before loading any dataset."""
-    from twistbench.report.runs import capabilities_from_manifest, score_folder
-    from twistbench.runs.folder import read_manifest
-
     m1, m2 = read_manifest(folder_1), read_manifest(folder_2)
     k1 = (m1.get("dataset") or {}).get("sha256")
     k2 = (m2.get("dataset") or {}).get("sha256")
-    if k1 != k2:
-        raise InputError(str(folder_2), f"run is on key sha256 {k2}, but {folder_1} is on {k1}",
-                         field="dataset.sha256",
-                         expected=_SAME_KEY)
+    require_one_key([KeyRef(str(f), str((m.get("dataset") or {}).get("version")),
+                            str((m.get("dataset") or {}).get("sha256")))
+                     for f, m in ((folder_1, m1), (folder_2, m2))])
     e1, ds, recs1 = score_folder(folder_1, dataset=dataset, locomo=locomo)
     e2, _, recs2 = score_folder(folder_2, dataset=ds, locomo=locomo)
     return compare_runs(ds, recs1, capabilities_from_manifest(m1, str(folder_1)), recs2,
@@ -132,6 +133,6 @@ def render_comparison(cmp: Comparison, digits: int = 3) -> str:
     for t in cmp.tests:
         lines.append(f"| {t.item_type} | {t.n} | {f(t.mean_1)} | {f(t.mean_2)} | {t.b} | {t.c} | "
                      f"{t.p:.4f} | {t.p_holm:.4f} | {t.method} |")
-    lines += ["", f"Key sha256 `{cmp.key_sha256}`. Items either run failed on are left out "
-              "(counted as only_1 / only_2 in the JSON)."]
+    lines += ["", f"Key {cmp.dataset_version} · sha256 `{cmp.key_sha256}`. Items either run "
+              "failed on are left out (counted as only_1 / only_2 in the JSON)."]
     return "\n".join(lines) + "\n"

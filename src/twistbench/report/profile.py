@@ -1,11 +1,12 @@
 """The TWIST profile: one row per system, five track columns, paired metrics only.
 
-Columns (whitepaper §5): LoCoMo (F1 / evidence recall) · A online and A batch (detection F1 /
-false-flag rate) · B (balanced accuracy / hard-negative specificity) · C (current / stale) ·
-D (leak / over-blocking). A headline cell holds a `PairedMetric`, and `paired()` is the only way
-to make one, so a detection number can never be shown without its partner. A track the system
-declines, or the dataset lacks, is an N/A cell with its reason — never zero. Every cell carries
-the error count (failed calls, excluded from the metrics) and the missing count.
+Columns (whitepaper §5), each declared by its track (`Track.headline`): LoCoMo (F1 / evidence
+recall) · A online and A batch (detection F1 / false-flag rate) · B (balanced accuracy /
+hard-negative specificity) · C (current / stale) · D (leak / over-blocking). A headline cell
+holds a `PairedMetric`, and `paired()` is the only way to make one, so a detection number can
+never be shown without its partner. A track the system declines, or the dataset lacks, is an
+N/A cell with its reason — never zero. Every cell carries the error count (failed calls,
+excluded from the metrics) and the missing count.
 
 A profile covers one dataset key: rows on different keys are refused (`build_profile`);
 `group_by_key` splits mixed entries into one profile per key.
@@ -18,9 +19,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from twistbench.errors import InputError
-from twistbench.stats import Metric, TrackResult
-from twistbench.tracks import TRACK_ORDER, RunScores
+from twistbench.report.keys import KeyRef, require_one_key
+from twistbench.stats import Metric
+from twistbench.tracks import TRACK_ORDER, RunScores, headline_pairs
+from twistbench.tracks.base import HeadlinePair, TrackResult
 
 
 class PairedMetric(BaseModel):
@@ -35,31 +37,9 @@ class PairedMetric(BaseModel):
     partner_higher_is_better: bool = False
 
 
-@dataclass(frozen=True)
-class Column:
-    key: str  # column id, e.g. "A.online"
-    title: str  # e.g. "A online"
-    track: str  # track key
-    primary: str  # metric name in the TrackResult
-    partner: str
-    label: str
-    primary_up: bool
-    partner_up: bool
-    sub: str | None = None  # sub-part whose N/A / errors apply ("online", "batch")
-
-
-COLUMNS: tuple[Column, ...] = (
-    Column("locomo", "LoCoMo", "locomo", "f1", "evidence_recall", "F1 / evidence recall",
-           True, True),
-    Column("A.online", "A online", "A", "online.f1", "online.false_flag_rate",
-           "F1 / false-flag", True, False, "online"),
-    Column("A.batch", "A batch", "A", "batch.f1", "batch.false_flag_rate", "F1 / false-flag",
-           True, False, "batch"),
-    Column("B", "B", "B", "balanced_accuracy", "hard_negative_specificity",
-           "balanced / hard-negative", True, True),
-    Column("C", "C", "C", "current_rate", "stale_rate", "current / stale", True, False),
-    Column("D", "D", "D", "leak_rate", "over_block_rate", "leak / over-block", False, False),
-)
+# The profile's columns are the tracks' own headline pairs, in track order (tracks/*.py).
+Column = HeadlinePair
+COLUMNS: tuple[Column, ...] = headline_pairs()
 
 
 def paired(result: TrackResult, column: Column) -> PairedMetric:
@@ -140,17 +120,9 @@ def build_row(entry: ProfileEntry) -> ProfileRow:
 def build_profile(entries: list[ProfileEntry]) -> Profile:
     """One profile over runs on the same dataset key. Raises InputError when the entries name
     different key sha256s (scores on different keys are not comparable in one table)."""
-    if not entries:
-        raise InputError("report", "no runs to report", expected="at least one run folder")
+    require_one_key([KeyRef(e.run or e.system, e.scores.dataset_version, e.scores.key_sha256)
+                     for e in entries])
     first = entries[0].scores
-    for e in entries[1:]:
-        if e.scores.key_sha256 != first.key_sha256:
-            raise InputError(
-                e.run or e.system,
-                f"run is on key {e.scores.dataset_version} sha256 {e.scores.key_sha256}, but "
-                f"{entries[0].run or entries[0].system} is on {first.dataset_version} sha256 "
-                f"{first.key_sha256}",
-                field="dataset.sha256", expected="runs on the same key in one profile")
     judge = "structural"
     c = first.tracks.get("C")
     if c is not None and c.status == "scored":

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rich.table import Table
+
 from twistbench.report.profile import COLUMNS, Cell, PairedMetric, Profile
 from twistbench.stats import Metric
 
@@ -61,7 +63,7 @@ def _esc(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(profile: Profile, details: bool = True, digits: int = 3) -> str:
+def render_profile_markdown(profile: Profile, details: bool = True, digits: int = 3) -> str:
     """The profile table, the key under it, N/A reasons, and (details=True) every metric."""
     cols = [c for c in COLUMNS if c.key in profile.columns]
     head = ["System"] + [f"{c.title}: {c.label}" for c in cols]
@@ -159,8 +161,6 @@ def console_table(profile: Profile) -> Any:
     """The profile as a rich Table that fits a terminal: value / partner with the counts of
     each, and each cell's errors. Columns N/A for every system are left out (their reasons are
     printed below the table). Intervals and every other metric: report.md / report.json."""
-    from rich.table import Table
-
     def scored(cell: Cell | None) -> bool:
         return cell is not None and cell.status == "scored" and cell.pair is not None
 

@@ -12,15 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.markdown import Markdown
+
 from twistbench.contract import Capabilities
+from twistbench.datasets.keyfile import atomic_write_bytes
+from twistbench.datasets.registry import DatasetOptions, load_dataset
 from twistbench.errors import InputError
+from twistbench.judges import DEFAULT_JUDGE, make_judge
 from twistbench.model import Dataset
+from twistbench.records import ItemRecord, read_manifest, read_records
 from twistbench.report.profile import Profile, ProfileEntry, group_by_key
-from twistbench.report.render import profile_json, render_markdown
-from twistbench.runs.folder import RunFolder, read_manifest
-from twistbench.runs.records import ItemRecord
-from twistbench.stats import TrackResult
+from twistbench.report.render import console_table, profile_json, render_profile_markdown
 from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
+from twistbench.tracks.b_alignment import score_predictions, write_predictions
+from twistbench.tracks.base import TrackResult
 
 
 def restrict(dataset: Dataset, conversations: list[str] | None) -> Dataset:
@@ -45,8 +50,6 @@ def capabilities_from_manifest(manifest: dict[str, Any], where: str) -> Capabili
 
 def load_run_dataset(manifest: dict[str, Any], where: str, locomo: Path | None = None) -> Dataset:
     """Load the dataset a run used, from the manifest's dataset.source."""
-    from twistbench.datasets import DatasetOptions, load_dataset
-
     src = (manifest.get("dataset") or {}).get("source") or {}
     name = src.get("name")
     if not name:
@@ -76,10 +79,11 @@ def score_folder(folder: str | Path, dataset: Dataset | None = None,
     conversations = (manifest.get("config") or {}).get("conversations")
     dataset = restrict(dataset, conversations)
     caps = capabilities_from_manifest(manifest, where)
-    records = RunFolder(folder).records()
+    records = read_records(folder)
     plan: dict[str, str] = manifest.get("tracks") or {}
     ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
-    scores = score_run(dataset, records, caps, keys=ran)
+    judge = make_judge((manifest.get("judge") or {}).get("name") or DEFAULT_JUDGE)
+    scores = score_run(dataset, records, caps, keys=ran, judge=judge)
     for k in TRACK_ORDER:
         if k not in ran:
             reason = plan.get(k, "not run")
@@ -103,10 +107,6 @@ class RunsReport:
     def print(self, console: Any, details: bool = False) -> None:
         """Print the profile: a compact table per key and why each N/A cell is N/A;
         details=True prints the whole Markdown report (every metric, with intervals)."""
-        from rich.markdown import Markdown
-
-        from twistbench.report.render import console_table
-
         if details:
             console.print(Markdown(self.markdown))
             return
@@ -122,8 +122,8 @@ class RunsReport:
 def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:
     """Profiles (one per key) for in-memory scores, rendered as Markdown and JSON data."""
     profiles = group_by_key(entries)
-    md = "\n".join(render_markdown(p, details=details) for p in profiles)
-    summary = "\n".join(render_markdown(p, details=False) for p in profiles)
+    md = "\n".join(render_profile_markdown(p, details=details) for p in profiles)
+    summary = "\n".join(render_profile_markdown(p, details=False) for p in profiles)
     data = {"format": "twist-report/1", "profiles": [profile_json(p) for p in profiles]}
     return RunsReport(profiles=profiles, markdown=md, data=data, entries=entries, summary=summary)
 
@@ -139,18 +139,11 @@ def report_runs(folders: list[Path], locomo: Path | None = None, dataset: Datase
     return report_entries(entries, details=details)
 
 
-def scores_of(entry: ProfileEntry) -> RunScores:
-    return entry.scores
-
-
 def export_predictions(folder: str | Path, out: str | Path) -> int:
     """Write a run's Track B verdicts in the public TWIST predictions format (one JSON object
     per line: item_id = draft id, aligned, evidence). Returns the number of lines written;
     failed calls are left out (they are errors, which the format cannot express)."""
-    from twistbench.build.key import atomic_write_bytes
-    from twistbench.tracks.b_alignment import write_predictions
-
-    lines = write_predictions(RunFolder(folder).records())
+    lines = write_predictions(read_records(folder))
     atomic_write_bytes(out, ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
     return len(lines)
 
@@ -159,8 +152,6 @@ def report_predictions(dataset: Dataset, path: str | Path, system: str = "extern
                        details: bool = True) -> RunsReport:
     """Score a public-format Track B predictions file (made by any harness) against `dataset`
     and render it as a one-row profile (every other column N/A: not run)."""
-    from twistbench.tracks.b_alignment import score_predictions
-
     caps = Capabilities(check_alignment=True)
     scores = RunScores(dataset=dataset.name, dataset_version=dataset.version,
                        key_sha256=dataset.key_sha256, capabilities=caps.as_dict())

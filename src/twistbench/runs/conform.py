@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from twistbench.builtin import demo_dataset
 from twistbench.contract import Capabilities, MemorySystem
+from twistbench.datasets.demo import demo_dataset
+from twistbench.records import SystemCallError
 from twistbench.runs.guard import GuardedSystem
-from twistbench.tracks.base import SystemCallError
 
 _CONTRACT_CALLS = ("reset", "ingest", "flag_tensions", "recall", "check_alignment", "resolve",
                    "retrieve", "lineage")
@@ -46,11 +46,11 @@ def check_conformance(system: MemorySystem, timeout_s: float = 30.0) -> list[Che
         known = set(conv.event_index())
         tag = f"[{conv.id}]"
 
-        def ids_known(ids: list[str]) -> str | None:
+        def ids_known(ids: list[str], known: set[str] = known) -> str | None:
             bad = sorted(set(ids) - known)
             return f"cites unknown turn ids {bad[:5]}" if bad else None
 
-        _optional(out, True, f"reset {tag}", lambda: guarded.reset(conv.id), lambda _: None)
+        _optional(out, True, f"reset {tag}", lambda cid=conv.id: guarded.reset(cid), lambda _: None)
         for k, events in conv.sessions():
             _optional(out, True, f"ingest session {k} {tag}",
                       lambda ev=events: guarded.ingest(ev),
@@ -58,7 +58,8 @@ def check_conformance(system: MemorySystem, timeout_s: float = 30.0) -> list[Che
                                            for i in (*t.claim_evidence, *t.new_evidence)]))
         _optional(out, caps.batch_tensions, f"flag_tensions {tag}",
                   lambda: guarded.flag_tensions(),
-                  lambda ts: ids_known([i for t in ts for i in (*t.claim_evidence, *t.new_evidence)]))
+                  lambda ts: ids_known([i for t in ts
+                                        for i in (*t.claim_evidence, *t.new_evidence)]))
         _optional(out, caps.recall, f"recall {tag}",
                   lambda: guarded.recall(dataset.update_chains[0].queries[0].text),
                   lambda a: ids_known(a.evidence))
@@ -78,7 +79,8 @@ def check_conformance(system: MemorySystem, timeout_s: float = 30.0) -> list[Che
     return out
 
 
-def _optional(out: list[CheckResult], declared: bool, check: str, fn, validate) -> None:  # noqa: ANN001
+def _optional(out: list[CheckResult], declared: bool, check: str,
+              fn, validate) -> None:  # noqa: ANN001
     if not declared:
         out.append(CheckResult(check, "declined", "tracks needing it are N/A"))
         return

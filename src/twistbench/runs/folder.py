@@ -10,18 +10,11 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from twistbench.build.key import atomic_write_bytes
-from twistbench.errors import InputError, pydantic_to_input_error
-from twistbench.runs.records import ItemRecord
-
-MANIFEST = "manifest.json"
-ITEMS = "items.jsonl"
+from twistbench.datasets.keyfile import atomic_write_bytes
+from twistbench.records import ITEMS, MANIFEST, ItemRecord, iter_records, read_manifest
 
 _SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|passw(or)?d|auth|credential|bearer|private)",
                           re.IGNORECASE)
@@ -36,7 +29,8 @@ class Redactor:
     a secret echoed back inside a system's answer is scrubbed too.
     """
 
-    def __init__(self, options: dict[str, Any] | None = None, environ: dict[str, str] | None = None):
+    def __init__(self, options: dict[str, Any] | None = None,
+                 environ: dict[str, str] | None = None):
         env = os.environ if environ is None else environ
         values = {str(v) for k, v in (options or {}).items() if _SECRET_NAME.search(k) and v}
         values |= {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 6}
@@ -137,59 +131,3 @@ class RunFolder:
             p = self.path / name
             if p.exists():
                 p.unlink()
-
-
-def iter_records(path: str | Path, *, tolerate_torn_tail: bool = True) -> Iterator[ItemRecord]:
-    """Records of an items.jsonl; a bad line is an InputError naming the file and the line."""
-    path = Path(path)
-    if not path.exists():
-        return
-    with open(path, "rb") as fh:
-        lines = fh.read().split(b"\n")
-    last = len(lines) - 1
-    for no, raw in enumerate(lines, start=1):
-        if not raw.strip():
-            continue
-        torn = no - 1 == last  # no newline after it
-        try:
-            obj = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            if torn and tolerate_torn_tail:
-                return
-            raise InputError(str(path), f"not valid JSON: {exc}", where=f"line {no}",
-                             expected="one JSON object per line") from exc
-        try:
-            yield ItemRecord.model_validate(obj)
-        except ValidationError as exc:
-            raise pydantic_to_input_error(str(path), f"line {no}", exc) from exc
-
-
-def read_manifest(run_dir: str | Path) -> dict[str, Any]:
-    path = Path(run_dir) / MANIFEST
-    if not path.exists():
-        raise InputError(str(path), "no manifest: not a twistbench run folder",
-                         expected="a folder written by `twist run`")
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(str(path), f"not valid JSON: {exc}") from exc
-    for fld in ("schema_version", "dataset", "system", "fingerprint"):
-        if fld not in doc:
-            raise InputError(str(path), "missing", field=fld, expected="a run manifest field")
-    return doc
-
-
-def find_run_folders(paths: Iterable[str | Path]) -> list[Path]:
-    """Run folders named directly, or found one level below a named folder (a multi-system run)."""
-    out: list[Path] = []
-    for p in paths:
-        p = Path(p)
-        if (p / MANIFEST).exists():
-            out.append(p)
-            continue
-        subs = sorted(d for d in p.iterdir() if (d / MANIFEST).exists()) if p.is_dir() else []
-        if not subs:
-            raise InputError(str(p), "no run folder here", expected="a folder with manifest.json, "
-                             "or a folder of such folders")
-        out.extend(subs)
-    return out

@@ -27,7 +27,7 @@ from twistbench.model import (
     Tension,
     Verdict,
 )
-from twistbench.tracks.base import SystemCallError
+from twistbench.records import SystemCallError
 
 T = TypeVar("T")
 
@@ -40,7 +40,8 @@ class _Worker:
     """One daemon thread that runs calls in order; daemon so a hung call never blocks exit."""
 
     def __init__(self) -> None:
-        self.jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[bool, Any]]]] = queue.Queue()
+        self.jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[bool, Any]]]] = (
+            queue.Queue())
         self.thread = threading.Thread(target=self._loop, daemon=True, name="twist-system-call")
         self.thread.start()
 
@@ -85,7 +86,8 @@ class GuardedSystem:
         except (ValidationError, TypeError, ValueError) as exc:
             msg = str(exc).splitlines()
             short = "; ".join(line.strip() for line in msg[:3])
-            raise SystemCallError("invalid_output", name, f"{type(value).__name__}: {short}") from None
+            raise SystemCallError("invalid_output", name,
+                                  f"{type(value).__name__}: {short}") from None
 
     @staticmethod
     def _model(model: type[BaseModel]) -> Callable[[Any], Any]:

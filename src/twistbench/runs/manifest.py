@@ -1,17 +1,20 @@
-"""What a run manifest records about the environment, and the configuration fingerprint."""
+"""The run manifest: the configuration (and its fingerprint), the environment, the counts."""
 
 from __future__ import annotations
 
 import platform
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import twistbench
-from twistbench.runs.records import stable_hash
+from twistbench.model import Dataset
+from twistbench.records import ItemRecord, stable_hash
+from twistbench.runs.folder import Redactor
 
 SCHEMA_VERSION = "twist-run/1"
 _PACKAGES = ("pydantic", "numpy", "scipy", "bm25s", "onnxruntime", "tokenizers", "nltk",
@@ -62,3 +65,59 @@ def fingerprint(config: dict[str, Any]) -> str:
     """Hash of everything that changes what a run's items mean. Secrets are redacted before this,
     so a rotated API key does not refuse a resume, and the hash reveals nothing about a key."""
     return stable_hash(config)[:16]
+
+
+def run_config(dataset: Dataset, system_name: str, system_spec: str, system_config: dict[str, Any],
+               plan: dict[str, str], conversations: Sequence[str] | None, seed: int,
+               judge: dict[str, str], redactor: Redactor) -> dict[str, Any]:
+    """The part of the manifest that the fingerprint covers."""
+    return redactor.config({
+        "dataset": {"name": dataset.name, "version": dataset.version,
+                    "sha256": dataset.key_sha256},
+        "system": {"name": system_name, "spec": system_spec, "config": system_config},
+        "tracks": plan,
+        "conversations": list(conversations) if conversations else None,
+        "seed": seed,
+        "judge": judge,
+    })
+
+
+def start_manifest(config: dict[str, Any], dataset: Dataset, dataset_source: dict[str, Any],
+                   capabilities: dict[str, bool], gold_channel: bool, seed: int,
+                   timeouts: dict[str, float], resumed_from_items: int) -> dict[str, Any]:
+    """The manifest written when a run starts (status "running"); `finish_manifest` closes it."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        **environment(),
+        "config": config,
+        # source: how to load the dataset again for `twist report` (not fingerprinted: paths
+        # differ between machines; the sha256 is what identifies the key).
+        "dataset": {**config["dataset"], "counts": dataset.counts(), "source": dataset_source},
+        "system": {**config["system"], "capabilities": capabilities, "gold_channel": gold_channel},
+        "tracks": config["tracks"],
+        "seeds": {"run": seed},
+        "judge": config["judge"],
+        "timeouts": timeouts,
+        "fingerprint": fingerprint(config),
+        "started": now_iso(),
+        "ended": None,
+        "status": "running",
+        "resumed_from_items": resumed_from_items,
+    }
+
+
+def finish_manifest(manifest: dict[str, Any], status: str, records: list[ItemRecord],
+                    new: int, skipped: int, replay_failures: int) -> dict[str, int]:
+    """Close the manifest: end time, status and counts. Returns the errors per track."""
+    by_track: dict[str, int] = {}
+    for r in records:
+        if r.error is not None:
+            by_track[r.track] = by_track.get(r.track, 0) + 1
+    manifest.update({
+        "ended": now_iso(),
+        "status": status,
+        "counts": {"items": len(records), "errors": sum(by_track.values()),
+                   "errors_by_track": by_track, "new_items": new, "skipped": skipped,
+                   "replay_failures": replay_failures},
+    })
+    return by_track

@@ -1,113 +1,85 @@
-"""Reference systems and the registry that `twist run --system` resolves.
+"""Reference systems and the table that `twist run --system` resolves.
 
-Built-in names: flat-rag, fact-rag, heuristic, oracle. Any other spec of the form
-"package.module:Class" is imported and constructed with the `-S key=value` options, coerced to
+Built-in names: flat-rag, fact-rag, heuristic, oracle; installed plugins register more under the
+`twistbench.systems` entry-point group. Any other spec "package.module:Class" or
+"path/to/file.py:Class" is imported and constructed with the `-S key=value` options, coerced to
 the types the constructor's annotations declare. Only registry entries with gold_channel=True
 (the oracle) ever receive gold, through contract.GoldReader; an imported class never does.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import types
 import typing
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from twistbench.contract import MemorySystem
 from twistbench.errors import InputError
+from twistbench.plugins import entry_points, resolve
+
+ENTRY_POINT_GROUP = "twistbench.systems"
 
 
 @dataclass(frozen=True)
 class SystemEntry:
     name: str
-    factory: Callable[..., MemorySystem]
+    target: str  # "module:Class", "file.py:Class", or the entry point's value
     gold_channel: bool
     description: str
 
 
-def _flat_rag(**kw: Any) -> MemorySystem:
-    from twistbench.systems.flat_rag import FlatRAG
-
-    return FlatRAG(**kw)
-
-
-def _fact_rag(**kw: Any) -> MemorySystem:
-    from twistbench.systems.fact_rag import FactRAG
-
-    return FactRAG(**kw)
-
-
-def _oracle(**kw: Any) -> MemorySystem:
-    from twistbench.systems.oracle import Oracle
-
-    return Oracle(**kw)
-
-
-def _heuristic(**kw: Any) -> MemorySystem:
-    from twistbench.systems.heuristic import HeuristicSystem
-
-    return HeuristicSystem(**kw)
-
-
-def _class_of(name: str) -> type:
-    mod, cls = {
-        "flat-rag": ("twistbench.systems.flat_rag", "FlatRAG"),
-        "fact-rag": ("twistbench.systems.fact_rag", "FactRAG"),
-        "oracle": ("twistbench.systems.oracle", "Oracle"),
-        "heuristic": ("twistbench.systems.heuristic", "HeuristicSystem"),
-    }[name]
-    return getattr(importlib.import_module(mod), cls)
-
-
+# The built-in reference systems. A separate package registers its own under the
+# `twistbench.systems` entry-point group; `-s module:Class` and `-s path/to/file.py:Class` work
+# without registering.
 REGISTRY: dict[str, SystemEntry] = {
-    "flat-rag": SystemEntry("flat-rag", _flat_rag, False,
-                            "stores raw turns; recall = top retrieved turn(s); no contradiction "
-                            "machinery; drafts always aligned without an LLM"),
-    "fact-rag": SystemEntry("fact-rag", _fact_rag, False,
-                            "Mem0-style: dated atomic facts per turn, recall prefers the most "
-                            "recent matching fact; no conflict detection"),
-    "heuristic": SystemEntry("heuristic", _heuristic, False,
-                             "non-LLM contradiction machinery: same-speaker similarity + stance "
-                             "change; supersession; write-time PII/crisis governance"),
-    "oracle": SystemEntry("oracle", _oracle, True,
-                          "answers from the gold (explicit gold channel): the ceiling check"),
+    e.name: e
+    for e in [
+        SystemEntry("flat-rag", "twistbench.systems.flat_rag:FlatRAG", False,
+                    "stores raw turns; recall = top retrieved turn(s); no contradiction "
+                    "machinery; drafts always aligned without an LLM"),
+        SystemEntry("fact-rag", "twistbench.systems.fact_rag:FactRAG", False,
+                    "Mem0-style: dated atomic facts per turn, recall prefers the most recent "
+                    "matching fact; no conflict detection"),
+        SystemEntry("heuristic", "twistbench.systems.heuristic:HeuristicSystem", False,
+                    "non-LLM contradiction machinery: same-speaker similarity + stance change; "
+                    "supersession; write-time PII/crisis governance"),
+        SystemEntry("oracle", "twistbench.systems.oracle:Oracle", True,
+                    "answers from the gold (explicit gold channel): the ceiling check"),
+    ]
 }
 
 DEFAULT_SYSTEMS = ("flat-rag", "fact-rag", "heuristic", "oracle")
 
 
+def available_systems() -> dict[str, SystemEntry]:
+    """The built-in systems plus those installed packages register as entry points."""
+    out = dict(REGISTRY)
+    for name, ep in entry_points(ENTRY_POINT_GROUP).items():
+        out.setdefault(name, SystemEntry(name, ep.value, False, f"plugin ({ep.value})"))
+    return out
+
+
 def make_system(spec: str, options: dict[str, str] | None = None
                 ) -> tuple[MemorySystem, SystemEntry]:
-    """Build a system from a registry name or "module:Class", with string options coerced.
+    """Build a system from a registered name, an entry point, "module:Class" or
+    "path/to/file.py:Class", with string options coerced.
 
     Raises InputError for an unknown name, an import failure, an unknown option (naming the
-    accepted ones) or a value that does not convert to the annotated type.
+    accepted ones) or a value that does not convert to the annotated type. Only built-in entries
+    with gold_channel=True (the oracle) ever receive gold.
     """
     options = dict(options or {})
+    table = {name: e.target for name, e in REGISTRY.items()}
+    cls: Any = resolve(spec, table=table, group=ENTRY_POINT_GROUP, flag="--system",
+                       what="system")
     if spec in REGISTRY:
         entry = REGISTRY[spec]
-        cls: Any = _class_of(spec)
-    elif ":" in spec:
-        mod_name, _, cls_name = spec.partition(":")
-        try:
-            mod = importlib.import_module(mod_name)
-        except Exception as exc:  # noqa: BLE001 - any import failure is the user's input
-            raise InputError("--system", f"cannot import module {mod_name!r}: {exc}",
-                             field="system",
-                             expected="an importable 'package.module:Class'") from exc
-        cls = getattr(mod, cls_name, None)
-        if cls is None or not callable(cls):
-            raise InputError("--system", f"module {mod_name!r} has no class {cls_name!r}",
-                             field="system", expected="'package.module:Class'")
-        doc = (inspect.getdoc(cls) or "").splitlines()
-        entry = SystemEntry(spec, cls, False, doc[0] if doc else "")
     else:
-        raise InputError("--system", f"unknown system {spec!r}", field="system",
-                         expected=f"one of {', '.join(REGISTRY)} or 'package.module:Class'")
+        doc = (inspect.getdoc(cls) or "").splitlines()
+        entry = SystemEntry(spec, spec, False, doc[0] if doc else "")
     kwargs = coerce_options(cls, options, spec)
     try:
         system = cls(**kwargs)
@@ -207,5 +179,5 @@ def _type_name(ann: Any) -> str:
     return getattr(ann, "__name__", None) or str(ann)
 
 
-__all__ = ["DEFAULT_SYSTEMS", "REGISTRY", "SystemEntry", "coerce_options", "make_system",
-           "system_options"]
+__all__ = ["DEFAULT_SYSTEMS", "ENTRY_POINT_GROUP", "REGISTRY", "SystemEntry", "available_systems",
+           "coerce_options", "make_system", "system_options"]

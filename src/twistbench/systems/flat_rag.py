@@ -20,9 +20,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from twistbench.contract import BaseSystem, Capabilities
 import numpy as np
 
+from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import (
     Answer,
     Conflict,
@@ -33,15 +33,10 @@ from twistbench.model import (
     Tension,
     Verdict,
 )
-from twistbench.retrieval import RETRIEVERS, Retriever, make_retriever
+from twistbench.retrieval import RETRIEVERS, Retriever, make_retriever, turn_text
 from twistbench.retrieval.dense import embed
 
 NO_ANSWER = "I don't know."
-
-
-def turn_text(ev: Event) -> str:
-    """How a turn is indexed: the speaker's name carries attribution for queries about people."""
-    return f"{ev.speaker}: {ev.text}"
 
 
 def check_retriever(name: str) -> str:

@@ -32,6 +32,7 @@ from twistbench.model import (
     Answer,
     AuditRecord,
     ChainQuery,
+    Conflict,
     CrisisPlant,
     Dataset,
     Draft,
@@ -47,7 +48,6 @@ from twistbench.model import (
     Tension,
     UpdateChain,
     Verdict,
-    Conflict,
 )
 
 REFUSAL = "I can't share that: it was withheld from memory when it was written."

@@ -37,15 +37,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from twistbench.contract import Capabilities
+from twistbench.judges.base import Judge
 from twistbench.model import Dataset, HardNegativeArc, ReversalArc, Tension, UpdateChain
-from twistbench.runs.records import ItemRecord
-from twistbench.stats import ItemOutcome, Metric, TrackResult, f1_metric, mean_metric, proportion
+from twistbench.records import ItemRecord
+from twistbench.stats import Metric, f1_metric, mean_metric, proportion
 from twistbench.tracks.base import (
     PHASE_BATCH,
     ConversationState,
     EmittedTension,
-    GuardedSystem,
+    HeadlinePair,
+    ItemOutcome,
+    SystemView,
     Task,
+    TrackResult,
 )
 
 KEY = "A"
@@ -195,14 +199,14 @@ def batch_item_id(conversation_id: str) -> str:
     return f"{KEY}:{conversation_id}:batch"
 
 
-def _run_batch(guarded: GuardedSystem, state: ConversationState) -> dict[str, Any]:
+def _run_batch(guarded: SystemView, state: ConversationState) -> dict[str, Any]:
     tensions = guarded.flag_tensions()
     for t in tensions:
         state.tensions.append(EmittedTension(mode="batch", session=None, tension=t))
     return {"tensions": [t.model_dump(mode="json") for t in tensions]}
 
 
-def _replay_batch(guarded: GuardedSystem, state: ConversationState, output: dict[str, Any]) -> None:
+def _replay_batch(guarded: SystemView, state: ConversationState, output: dict[str, Any]) -> None:
     """A resumed run puts the saved batch tensions back; flag_tensions is not called again."""
     for t in output.get("tensions", []):
         state.tensions.append(EmittedTension(mode="batch", session=None,
@@ -325,6 +329,12 @@ def score_mode(dataset: Dataset, records: list[ItemRecord], mode: str
 class TensionTrack:
     key = KEY
     title = TITLE
+    headline = (
+        HeadlinePair("A.online", "A online", KEY, "online.f1", "online.false_flag_rate",
+                     "F1 / false-flag", True, False, "online"),
+        HeadlinePair("A.batch", "A batch", KEY, "batch.f1", "batch.false_flag_rate",
+                     "F1 / false-flag", True, False, "batch"),
+    )
 
     def not_applicable(self, caps: Capabilities, dataset: Dataset) -> str | None:
         if not (caps.online_tensions or caps.batch_tensions):
@@ -333,7 +343,8 @@ class TensionTrack:
             return "dataset has no reversal or hard-negative arcs"
         return None
 
-    def tasks(self, dataset: Dataset, conversation_id: str, caps: Capabilities) -> list[Task]:
+    def tasks(self, dataset: Dataset, conversation_id: str, caps: Capabilities,
+              judge: Judge | None = None) -> list[Task]:
         if self.not_applicable(caps, dataset) or not caps.batch_tensions:
             return []
         if conversation_id not in _a_conversations(dataset):
@@ -343,10 +354,8 @@ class TensionTrack:
                      request={"call": "flag_tensions", "conversation": conversation_id},
                      run=_run_batch, replay=_replay_batch)]
 
-    def modes(self, caps: Capabilities) -> list[str]:
-        return list(caps.tension_modes())
-
-    def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities) -> TrackResult:
+    def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
+              judge: Judge | None = None) -> TrackResult:
         why = self.not_applicable(caps, dataset)
         if why:
             return TrackResult.not_applicable(KEY, TITLE, why)
@@ -364,8 +373,8 @@ class TensionTrack:
                       "hard_negative_arcs": len(dataset.hard_negative_arcs)}
         return res
 
-    def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities
-                 ) -> list[ItemOutcome]:
+    def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
+                 judge: Judge | None = None) -> list[ItemOutcome]:
         """Per item: arc detected (1/0) and hard negative left alone (1/0), per mode."""
         out: list[ItemOutcome] = []
         if self.not_applicable(caps, dataset):

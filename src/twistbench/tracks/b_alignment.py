@@ -27,10 +27,19 @@ from typing import Any
 
 from twistbench.contract import Capabilities
 from twistbench.errors import InputError
+from twistbench.judges.base import Judge
 from twistbench.model import Dataset, Draft
-from twistbench.runs.records import ItemRecord, stable_hash
-from twistbench.stats import ItemOutcome, TrackResult, balanced_accuracy, proportion
-from twistbench.tracks.base import PHASE_QUERY, ConversationState, GuardedSystem, Task
+from twistbench.records import ItemRecord, stable_hash
+from twistbench.stats import balanced_accuracy, proportion
+from twistbench.tracks.base import (
+    PHASE_QUERY,
+    ConversationState,
+    HeadlinePair,
+    ItemOutcome,
+    SystemView,
+    Task,
+    TrackResult,
+)
 
 KEY = "B"
 TITLE = "Output-time draft alignment"
@@ -51,7 +60,7 @@ def draft_id_of(task_item_id: str) -> str:
 
 
 def _make_run(text: str):
-    def run(guarded: GuardedSystem, state: ConversationState) -> dict[str, Any]:
+    def run(guarded: SystemView, state: ConversationState) -> dict[str, Any]:
         v = guarded.check_alignment(text)
         cited: list[str] = []
         for c in v.conflicts:
@@ -150,6 +159,8 @@ def score_verdicts(verdicts: Iterable[tuple[Draft, bool, list[str]]]) -> dict[st
 class AlignmentTrack:
     key = KEY
     title = TITLE
+    headline = (HeadlinePair("B", "B", KEY, "balanced_accuracy", "hard_negative_specificity",
+                             "balanced / hard-negative", True, True),)
 
     def not_applicable(self, caps: Capabilities, dataset: Dataset) -> str | None:
         if not caps.check_alignment:
@@ -158,7 +169,8 @@ class AlignmentTrack:
             return "dataset has no drafts"
         return None
 
-    def tasks(self, dataset: Dataset, conversation_id: str, caps: Capabilities) -> list[Task]:
+    def tasks(self, dataset: Dataset, conversation_id: str, caps: Capabilities,
+              judge: Judge | None = None) -> list[Task]:
         if self.not_applicable(caps, dataset):
             return []
         out = []
@@ -172,7 +184,8 @@ class AlignmentTrack:
             ))
         return out
 
-    def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities) -> TrackResult:
+    def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
+              judge: Judge | None = None) -> TrackResult:
         why = self.not_applicable(caps, dataset)
         if why:
             return TrackResult.not_applicable(KEY, TITLE, why)
@@ -185,8 +198,8 @@ class AlignmentTrack:
             details={"by_family": scored["by_family"]},
         )
 
-    def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities
-                 ) -> list[ItemOutcome]:
+    def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
+                 judge: Judge | None = None) -> list[ItemOutcome]:
         """Per draft: verdict correct (1/0), typed by gold label."""
         if self.not_applicable(caps, dataset):
             return []

@@ -8,7 +8,7 @@ Driving: each update chain has current, history and (optionally) post-resolution
   query. A chain for which the system emitted no such tension is its own outcome ("no_tension"),
   counted and shown, never scored as current or stale.
 
-Scoring goes through a `Judge` (judge/structural.py by default; an LLM judge can plug in):
+Scoring goes through the run's `Judge` (judges/; the structural judge by default):
 - current-answer rate: current queries whose answer is "current" or "history" (it gives the
   current value and marks it as current) / current queries;
 - stale-answer rate: current queries answered "stale" / current queries on chains that have a
@@ -27,17 +27,21 @@ from collections import defaultdict
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.judge.structural import Judge, JudgeVerdict, StructuralJudge
+from twistbench.judges.base import Judge, JudgeVerdict
+from twistbench.judges.structural import StructuralJudge
 from twistbench.model import Answer, ChainQuery, Dataset, UpdateChain
-from twistbench.runs.records import ItemRecord
-from twistbench.stats import ItemOutcome, TrackResult, difference_metric, proportion
+from twistbench.records import ItemRecord
+from twistbench.stats import difference_metric, proportion
 from twistbench.tracks.base import (
     PHASE_POST_RESOLUTION,
     PHASE_QUERY,
     ConversationState,
     EmittedTension,
-    GuardedSystem,
+    HeadlinePair,
+    ItemOutcome,
+    SystemView,
     Task,
+    TrackResult,
 )
 
 KEY = "C"
@@ -87,14 +91,14 @@ def pick_tension(chain: UpdateChain, tensions: list[EmittedTension]
 
 
 def _make_recall(text: str):
-    def run(guarded: GuardedSystem, state: ConversationState) -> dict[str, Any]:
+    def run(guarded: SystemView, state: ConversationState) -> dict[str, Any]:
         a = guarded.recall(text)
         return {"answer": a.model_dump(mode="json")}
     return run
 
 
 def _make_post_resolution(chain: UpdateChain, text: str):
-    def run(guarded: GuardedSystem, state: ConversationState) -> dict[str, Any]:
+    def run(guarded: SystemView, state: ConversationState) -> dict[str, Any]:
         et, why = pick_tension(chain, state.tensions)
         if et is None:
             return {"tension": None, "why": why, "answer": None}
@@ -107,7 +111,7 @@ def _make_post_resolution(chain: UpdateChain, text: str):
     return run
 
 
-def _replay_post_resolution(guarded: GuardedSystem, state: ConversationState,
+def _replay_post_resolution(guarded: SystemView, state: ConversationState,
                             output: dict[str, Any]) -> None:
     """A resumed run re-applies the saved resolve() so later queries see the same state."""
     if output.get("tension"):
@@ -129,6 +133,8 @@ def is_current(verdict: JudgeVerdict) -> bool:
 class SupersessionTrack:
     key = KEY
     title = TITLE
+    headline = (HeadlinePair("C", "C", KEY, "current_rate", "stale_rate", "current / stale",
+                             True, False),)
 
     def __init__(self, judge: Judge | None = None):
         self.judge: Judge = judge or StructuralJudge()
@@ -140,9 +146,11 @@ class SupersessionTrack:
             return "dataset has no update chains"
         return None
 
-    def tasks(self, dataset: Dataset, conversation_id: str, caps: Capabilities) -> list[Task]:
+    def tasks(self, dataset: Dataset, conversation_id: str, caps: Capabilities,
+              judge: Judge | None = None) -> list[Task]:
         if self.not_applicable(caps, dataset):
             return []
+        judge = judge or self.judge
         post_ok = post_resolution_available(caps) is None
         out = []
         for ch in dataset.items_of(conversation_id, "update_chains"):
@@ -155,23 +163,26 @@ class SupersessionTrack:
                                     conversation=conversation_id, phase=PHASE_POST_RESOLUTION,
                                     request={**req, "resolve": "system tension for the chain"},
                                     run=_make_post_resolution(ch, q.text),
-                                    score=self._item_scorer(ch, q),
+                                    score=self._item_scorer(ch, q, judge),
                                     replay=_replay_post_resolution))
                 else:
                     out.append(Task(item_id=item_id(ch.id, q.id), track=KEY, kind=q.kind,
                                     conversation=conversation_id, phase=PHASE_QUERY, request=req,
-                                    run=_make_recall(q.text), score=self._item_scorer(ch, q)))
+                                    run=_make_recall(q.text),
+                                    score=self._item_scorer(ch, q, judge)))
         return out
 
-    def _item_scorer(self, chain: UpdateChain, query: ChainQuery):
+    @staticmethod
+    def _item_scorer(chain: UpdateChain, query: ChainQuery, judge: Judge):
         def score(output: dict[str, Any]) -> dict[str, Any]:
             if output.get("answer") is None:
                 return {"outcome": "no_tension"}
             answer = Answer.model_validate(output["answer"])
-            return self.judge.classify(chain, query, answer).as_dict()
+            return judge.classify(chain, query, answer).as_dict()
         return score
 
-    def _judged(self, dataset: Dataset, records: list[ItemRecord]
+    @staticmethod
+    def _judged(dataset: Dataset, records: list[ItemRecord], judge: Judge
                 ) -> tuple[dict[str, tuple[UpdateChain, ChainQuery, JudgeVerdict | None]],
                            dict[str, int], dict[str, int]]:
         """item id -> (chain, query, verdict or None for no_tension); errors; missing."""
@@ -189,19 +200,21 @@ class SupersessionTrack:
                 continue
             ans = r.output.get("answer")
             verdict = (None if ans is None
-                       else self.judge.classify(ch, q, Answer.model_validate(ans)))
+                       else judge.classify(ch, q, Answer.model_validate(ans)))
             out[r.item_id] = (ch, q, verdict)
         missing: dict[str, int] = defaultdict(int)
-        for iid, (ch, q) in index.items():
+        for iid, (_ch, q) in index.items():
             if iid not in seen:
                 missing[q.kind] += 1
         return out, dict(errors), dict(missing)
 
-    def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities) -> TrackResult:
+    def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
+              judge: Judge | None = None) -> TrackResult:
         why = self.not_applicable(caps, dataset)
         if why:
             return TrackResult.not_applicable(KEY, TITLE, why)
-        judged, errors, missing = self._judged(dataset, records)
+        judge = judge or self.judge
+        judged, errors, missing = self._judged(dataset, records, judge)
         post_na = post_resolution_available(caps)
         if post_na:
             missing.pop("post_resolution", None)
@@ -231,7 +244,7 @@ class SupersessionTrack:
             sum(1 for _, v in cur if is_current(v)),
             note="current answers that cite a current state's turn")
         res.details["outcomes"] = outcomes
-        res.details["judge"] = self.judge.name
+        res.details["judge"] = judge.name
         # post-resolution
         if post_na:
             res.na["post_resolution"] = post_na
@@ -273,12 +286,12 @@ class SupersessionTrack:
         res.counts["chains"] = len(dataset.update_chains)
         return res
 
-    def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities
-                 ) -> list[ItemOutcome]:
+    def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
+                 judge: Judge | None = None) -> list[ItemOutcome]:
         """Per query: current (current query), not stale (post-resolution), retained (history)."""
         if self.not_applicable(caps, dataset):
             return []
-        judged, _, _ = self._judged(dataset, records)
+        judged, _, _ = self._judged(dataset, records, judge or self.judge)
         out = []
         for iid, (ch, q, v) in judged.items():
             if v is None:

@@ -22,17 +22,25 @@ the overall mean with category 5 and every category are in the JSON.
 from __future__ import annotations
 
 import functools
-
 import re
 import string
 from collections import Counter, defaultdict
 from typing import Any
 
 from twistbench.contract import Capabilities
+from twistbench.judges.base import Judge
 from twistbench.model import Answer, Dataset, QAItem
-from twistbench.runs.records import ItemRecord
-from twistbench.stats import ItemOutcome, TrackResult, rate
-from twistbench.tracks.base import PHASE_QUERY, ConversationState, GuardedSystem, Task
+from twistbench.records import ItemRecord
+from twistbench.stats import rate
+from twistbench.tracks.base import (
+    PHASE_QUERY,
+    ConversationState,
+    HeadlinePair,
+    ItemOutcome,
+    SystemView,
+    Task,
+    TrackResult,
+)
 
 KEY = "locomo"
 TITLE = "LoCoMo QA"
@@ -109,7 +117,7 @@ def item_id(qa_id: str) -> str:
 
 
 def _make_recall(text: str):
-    def run(guarded: GuardedSystem, state: ConversationState) -> dict[str, Any]:
+    def run(guarded: SystemView, state: ConversationState) -> dict[str, Any]:
         return {"answer": guarded.recall(text).model_dump(mode="json")}
     return run
 
@@ -122,6 +130,8 @@ def score_item(qa: QAItem, answer: Answer) -> dict[str, Any]:
 class LocomoQATrack:
     key = KEY
     title = TITLE
+    headline = (HeadlinePair("locomo", "LoCoMo", KEY, "f1", "evidence_recall",
+                             "F1 / evidence recall", True, True),)
 
     def not_applicable(self, caps: Capabilities, dataset: Dataset) -> str | None:
         if not caps.recall:
@@ -132,7 +142,8 @@ class LocomoQATrack:
             return "every QA item is excluded by re-validation"
         return None
 
-    def tasks(self, dataset: Dataset, conversation_id: str, caps: Capabilities) -> list[Task]:
+    def tasks(self, dataset: Dataset, conversation_id: str, caps: Capabilities,
+              judge: Judge | None = None) -> list[Task]:
         if self.not_applicable(caps, dataset):
             return []
         return [Task(item_id=item_id(q.id), track=KEY, kind=f"cat{q.category}",
@@ -161,7 +172,8 @@ class LocomoQATrack:
                 missing[f"cat{q.category}"] += 1
         return rows, dict(errors), dict(missing)
 
-    def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities) -> TrackResult:
+    def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
+              judge: Judge | None = None) -> TrackResult:
         why = self.not_applicable(caps, dataset)
         if why:
             return TrackResult.not_applicable(KEY, TITLE, why)
@@ -205,8 +217,8 @@ class LocomoQATrack:
         }
         return res
 
-    def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities
-                 ) -> list[ItemOutcome]:
+    def outcomes(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
+                 judge: Judge | None = None) -> list[ItemOutcome]:
         """Per question: its official score (F1 in [0, 1]; 0/1 for category 5)."""
         if self.not_applicable(caps, dataset):
             return []

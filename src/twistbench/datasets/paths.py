@@ -1,0 +1,69 @@
+"""Where data lives: the committed keys, and the shared data beside the checkout.
+
+The one place that knows these paths. Committed keys are the repo's data/ in a checkout and
+twistbench/_data in an installed wheel (pyproject force-includes data/ there). Public data that
+is not ours to redistribute (the Track B key, the LoCoMo errata audit) is looked up in
+../shared/data beside the checkout; TWIST_SHARED_DATA overrides that folder.
+"""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+from twistbench.errors import InputError
+
+_REPO = Path(__file__).resolve().parents[3]
+
+CS_KEY_FILE = "twist-cs-1.0.json"
+CS_CRISIS_KEY_FILE = "twist-cs-1.0-crisis.json"
+LOCOMO_KEY_FILE = "twist-locomo-1.0.json"
+LOCOMO_CRISIS_KEY_FILE = "twist-locomo-1.0-crisis.json"
+LOCOMO2_KEY_FILE = "twist-locomo-2.0.json"
+LOCOMO2_CRISIS_KEY_FILE = "twist-locomo-2.0-crisis.json"
+TWIST_B_KEY = "twist-b/track_b_v1.0_test.jsonl"
+LOCOMO_AUDIT_ERRATA = "locomo-audit/errors.json"
+
+
+def data_dir() -> Path:
+    """Where committed keys live: the repo's data/ in a checkout, twistbench/_data in a wheel."""
+    repo = _REPO / "data"
+    if repo.is_dir():
+        return repo
+    return Path(str(resources.files("twistbench") / "_data"))
+
+
+def repo_data_dir() -> Path:
+    """The checkout's data/ folder, where `twist build` writes keys by default."""
+    return _REPO / "data"
+
+
+def cs_key_path(include_crisis: bool = False) -> Path:
+    """The committed TWIST-CS key (the crisis variant with include_crisis)."""
+    return data_dir() / (CS_CRISIS_KEY_FILE if include_crisis else CS_KEY_FILE)
+
+
+def locomo_key_path(include_crisis: bool = False) -> Path:
+    """The committed TWIST-LoCoMo key (the crisis variant with include_crisis)."""
+    return data_dir() / (LOCOMO_CRISIS_KEY_FILE if include_crisis else LOCOMO_KEY_FILE)
+
+
+def locomo2_key_path(include_crisis: bool = False) -> Path:
+    """The committed TWIST-LoCoMo 2.0 key (the crisis variant with include_crisis)."""
+    return data_dir() / (LOCOMO2_CRISIS_KEY_FILE if include_crisis else LOCOMO2_KEY_FILE)
+
+
+def shared_data_dir() -> Path:
+    """../shared/data beside the checkout, or TWIST_SHARED_DATA when set."""
+    env = os.environ.get("TWIST_SHARED_DATA")
+    return Path(env) if env else _REPO.parent / "shared" / "data"
+
+
+def resolve_shared_or_path(rel: str) -> Path:
+    """A public key that is not ours to redistribute: looked up in the shared data folder."""
+    path = shared_data_dir() / rel
+    if not path.exists():
+        raise InputError(str(path), "public key file not found",
+                         expected="set TWIST_SHARED_DATA to the folder holding " + rel)
+    return path

@@ -1,0 +1,196 @@
+"""Named datasets: what `twist run --dataset NAME` and `twist trace --dataset NAME` resolve to.
+
+One table. An entry yields a `Dataset` (items for the TWIST tracks and LoCoMo QA) or, for the
+benchmarks read only for the retrieval audit (LongMemEval, BEAM), an `AuditCorpus`. A dataset
+whose inputs are missing (LoCoMo lives on the user's disk) fails only when asked for, with a
+clear message.
+
+Versioned corrections (datasets/versions.py) are part of the name: `NAME+errata` applies every
+accepted erratum of the key version, `NAME+errata-N` the first N (the dataset's version says
+which, and `meta["dataset_name"]` pins N so that a saved run re-loads the same key);
+`NAME+audit-1` applies the released LoCoMo audit to a LoCoMo-based dataset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from twistbench.datasets.audit_corpus import corpus_from_dataset
+from twistbench.datasets.beam import load_beam
+from twistbench.datasets.demo import demo_dataset
+from twistbench.datasets.errata import AUDIT_VERSIONS, pinned_audit
+from twistbench.datasets.keyfile import read_key
+from twistbench.datasets.locomo import locomo_dataset
+from twistbench.datasets.longmemeval import load_longmemeval
+from twistbench.datasets.paths import TWIST_B_KEY, data_dir, resolve_shared_or_path
+from twistbench.datasets.twist_b import load_twist_b
+from twistbench.datasets.twist_cs import load_cs_dataset
+from twistbench.datasets.twist_locomo import KEY2_VERSION as LOCOMO2_VERSION
+from twistbench.datasets.twist_locomo import KEY_NAME as LOCOMO_KEY_NAME
+from twistbench.datasets.twist_locomo import load_locomo_dataset
+from twistbench.datasets.versions import (
+    apply_errata_log,
+    errata_path,
+    read_errata_log,
+    split_errata_name,
+)
+from twistbench.errors import InputError, pydantic_to_input_error
+from twistbench.model import AuditCorpus, Dataset
+
+
+@dataclass(frozen=True)
+class DatasetOptions:
+    locomo: Path | None = None  # path of locomo10.json
+    errata: str | None = None  # "locomo-audit" or a path to errors.json
+    include_crisis: bool = False
+    data: Path | None = None  # the benchmark file or folder of an audit corpus
+    granularity: str = "turn"  # LongMemEval gold: turn or session
+    tier: str | None = None  # BEAM tier, e.g. "1M"
+
+
+@dataclass(frozen=True)
+class DatasetEntry:
+    name: str
+    description: str
+    needs_locomo: bool
+    load: Callable[[DatasetOptions], Dataset | AuditCorpus]
+    audit_only: bool = False  # yields an AuditCorpus (queries for `twist trace`), not a Dataset
+
+
+def _need_locomo(name: str, opts: DatasetOptions) -> Path:
+    if opts.locomo is None:
+        raise InputError("--locomo", f"dataset {name} is built on LoCoMo: give the path of "
+                         "locomo10.json with --locomo PATH", expected="a path to locomo10.json")
+    if not Path(opts.locomo).exists():
+        raise InputError(str(opts.locomo), "file not found", expected="locomo10.json")
+    return Path(opts.locomo)
+
+
+def _need_data(name: str, opts: DatasetOptions) -> Path:
+    if opts.data is None:
+        raise InputError("--data", f"--dataset {name} needs --data PATH",
+                         expected="the benchmark's file or folder")
+    return Path(opts.data)
+
+
+REGISTRY: dict[str, DatasetEntry] = {
+    e.name: e
+    for e in [
+        DatasetEntry("twist-cs-1.0", "TWIST-CS: six synthetic customer-success workspaces, all "
+                     "four tracks (crisis plants with --include-crisis)", False,
+                     lambda o: load_cs_dataset(include_crisis=o.include_crisis)),
+        DatasetEntry("twist-locomo-1.0", "TWIST items injected into LoCoMo, plus LoCoMo QA "
+                     "(needs --locomo)", True,
+                     lambda o: load_locomo_dataset(_need_locomo("twist-locomo-1.0", o),
+                                                   errata=o.errata,
+                                                   include_crisis=o.include_crisis)),
+        DatasetEntry("twist-locomo-2.0", "TWIST items written into LoCoMo by hand, with "
+                     "contrast sets and distractors, plus LoCoMo QA (needs --locomo)", True,
+                     lambda o: load_locomo_dataset(_need_locomo("twist-locomo-2.0", o),
+                                                   errata=o.errata,
+                                                   include_crisis=o.include_crisis,
+                                                   version=LOCOMO2_VERSION)),
+        DatasetEntry("twist-b-v1.0", "the public TWIST-v1.0 Track B key (161 drafts) on the "
+                     "original LoCoMo conversations (needs --locomo)", True,
+                     lambda o: load_twist_b(resolve_shared_or_path(TWIST_B_KEY),
+                                            _need_locomo("twist-b-v1.0", o))),
+        DatasetEntry("locomo", "LoCoMo QA only (needs --locomo; --errata locomo-audit)", True,
+                     lambda o: locomo_dataset(_need_locomo("locomo", o), errata=o.errata)),
+        DatasetEntry("locomo+audit-1", "LoCoMo QA with the LoCoMo audit's corrections "
+                     "(locomo-audit@9493fb4; the same key as --errata locomo-audit)", True,
+                     lambda o: _with_audit("locomo", "audit-1", o)),
+        DatasetEntry("demo", "two tiny built-in conversations, one item of each kind", False,
+                     lambda o: demo_dataset()),
+        DatasetEntry("longmemeval", "LongMemEval-S questions for the retrieval audit (--data "
+                     "longmemeval_s.json)", False,
+                     lambda o: load_longmemeval(_need_data("longmemeval", o),
+                                                granularity=o.granularity), audit_only=True),
+        DatasetEntry("beam", "BEAM probing questions for the retrieval audit (--data a BEAM "
+                     "folder, --tier)", False,
+                     lambda o: load_beam(_need_data("beam", o), tier=o.tier), audit_only=True),
+    ]
+}
+
+# What `twist run` and `twist list` offer: the entries that yield a Dataset.
+DATASETS: dict[str, DatasetEntry] = {k: e for k, e in REGISTRY.items() if not e.audit_only}
+
+DEFAULT_DATASET = "twist-cs-1.0"
+
+
+def load_dataset(name_or_path: str, opts: DatasetOptions | None = None) -> Dataset:
+    """A registered dataset by name, or a key file (twist-key JSON whose payload is a Dataset,
+    or a TWIST-LoCoMo key, which needs opts.locomo), optionally with `+errata[-N]` or
+    `+audit-1` (module docstring)."""
+    opts = opts or DatasetOptions()
+    if name_or_path in DATASETS:
+        ds = DATASETS[name_or_path].load(opts)
+        assert isinstance(ds, Dataset)
+        return ds
+    errata = split_errata_name(name_or_path)
+    if errata is not None:
+        return _with_errata_log(errata[0], errata[1], opts)
+    base, plus, audit = name_or_path.rpartition("+")
+    if plus and audit in AUDIT_VERSIONS:
+        return _with_audit(base, audit, opts)
+    path = Path(name_or_path)
+    if path.suffix == ".json" and path.exists():
+        return load_dataset_key(path, opts)
+    raise InputError(name_or_path, "unknown dataset",
+                     expected=f"one of {', '.join(DATASETS)} or a key file (.json), optionally "
+                     "+errata or +errata-N")
+
+
+def _with_errata_log(base: str, upto: int | None, opts: DatasetOptions) -> Dataset:
+    ds = load_dataset(base, opts)
+    key_dir = Path(base) if Path(base).suffix == ".json" else data_dir() / "key.json"
+    path = errata_path(key_dir, ds.version)
+    out = apply_errata_log(ds, read_errata_log(path, ds.name, ds.version), upto, str(path))
+    out.meta["dataset_name"] = f"{base}+errata-{out.meta['errata_log']['applied']}"
+    return out
+
+
+def _with_audit(base: str, short: str, opts: DatasetOptions) -> Dataset:
+    entry = DATASETS.get(base)
+    if entry is None or not entry.needs_locomo or base == "twist-b-v1.0":
+        raise InputError(f"{base}+{short}", "the LoCoMo audit corrects LoCoMo QA",
+                         expected="a LoCoMo-based dataset: locomo or twist-locomo-1.0/2.0")
+    path = pinned_audit(short, _need_locomo(base, opts))
+    return entry.load(replace(opts, errata=str(path)))
+
+
+def load_dataset_key(path: str | Path, opts: DatasetOptions | None = None) -> Dataset:
+    doc, digest = read_key(path)
+    if doc.get("name") == LOCOMO_KEY_NAME:
+        opts = opts or DatasetOptions()
+        return load_locomo_dataset(_need_locomo(str(path), opts), key_path=path,
+                                   errata=opts.errata, include_crisis=opts.include_crisis)
+    payload = dict(doc["payload"])
+    payload["key_sha256"] = digest
+    try:
+        return Dataset.model_validate(payload)
+    except ValidationError as exc:
+        raise pydantic_to_input_error(str(path), "payload", exc) from exc
+
+
+AUDIT_CORPORA = ("locomo", "longmemeval", "beam")
+
+
+def load_audit_corpus(name: str, path: str | Path, *, granularity: str = "turn",
+                      tier: str | None = None, errata: str | None = None) -> AuditCorpus:
+    """The queries to trace for a benchmark read from the user's file or folder.
+
+    name: "locomo" (path = locomo10.json; `errata` as datasets.locomo.locomo_dataset takes it),
+    "longmemeval" (path = longmemeval_s.json; `granularity` "turn" or "session") or "beam"
+    (path = a BEAM folder; `tier`, e.g. "1M"). Raises InputError for an unknown name.
+    """
+    if name not in AUDIT_CORPORA:
+        raise InputError("--dataset", f"unknown audit corpus {name!r}", field="dataset",
+                         expected=" | ".join(AUDIT_CORPORA))
+    opts = DatasetOptions(locomo=Path(path), data=Path(path), errata=errata,
+                          granularity=granularity, tier=tier)
+    loaded = REGISTRY[name].load(opts)
+    return loaded if isinstance(loaded, AuditCorpus) else corpus_from_dataset(loaded)
