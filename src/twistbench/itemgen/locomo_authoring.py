@@ -475,7 +475,21 @@ def check_conversation(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any],
     _check_drafts(placed, wordings, names, other)
     _check_chains(placed)
     _check_safety(placed)
+    _check_item_ids(placed)
     return placed
+
+
+def _check_item_ids(placed: Placed) -> None:
+    """Chains, plants and controls become items "<conv>:<id>" of one key, crisis file included:
+    an id used twice (a chain "X1" beside the crisis plant "X1") would name two items."""
+    seen: dict[str, str] = {}
+    for doc in (placed.raw, placed.crisis_raw or {}):
+        for table in ("chain", "pii", "control", "emotional", "crisis"):
+            for row in doc.get(table, []):
+                iid = str(row.get("id", ""))
+                if iid in seen:
+                    placed.problems.append(f"{table} {iid}: the id is also a {seen[iid]}'s")
+                seen.setdefault(iid, table)
 
 
 def _check_arcs(placed: Placed, targets: dict[str, Any], pools: dict[str, list[str]],
