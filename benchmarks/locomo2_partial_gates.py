@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from twistbench.datasets.twist_locomo import injected_turn_ids
+
 
 def _features(conv, ev, i, evs) -> list[float]:
     text = ev.text
@@ -35,7 +37,7 @@ def _features(conv, ev, i, evs) -> list[float]:
             float("[shares an image:" in text)]
 
 
-def injected_auc(conv) -> dict[str, float]:
+def injected_auc(conv, ours: set[tuple[str, str]]) -> dict[str, float]:
     from scipy.sparse import csr_matrix, hstack
     from sklearn.ensemble import GradientBoostingClassifier
     from sklearn.feature_extraction.text import TfidfVectorizer
@@ -50,7 +52,7 @@ def injected_auc(conv) -> dict[str, float]:
         for i, ev in enumerate(evs):
             rows.append([*_features(conv, ev, i, evs), rank / max(n_sessions - 1, 1)])
             texts.append(ev.text)
-            y.append(int(bool(ev.meta.get("injected"))))
+            y.append(int((conv.id, ev.id) in ours))
             groups.append(s)
     x = np.array(rows, float)
     y_arr, g = np.array(y), np.array(groups)
@@ -126,8 +128,9 @@ def masking(dataset) -> dict[str, str]:
 
 
 def duplicates(dataset) -> str:
+    ours = injected_turn_ids(dataset)
     texts = [re.sub(r"\s+", " ", e.text.strip()) for c in dataset.conversations for e in c.events
-             if e.meta.get("injected")]
+             if (c.id, e.id) in ours]
     c = Counter(texts)
     dup = sum(v for v in c.values() if v > 1)
     return f"{dup}/{len(texts)} = {dup / max(len(texts), 1):.3f}"
@@ -160,7 +163,7 @@ def main() -> None:
         print(f"== TWIST-LoCoMo {label} on {', '.join(convs)}")
         for conv in ds.conversations:
             print(f"  injected vs original AUC ({conv.id}, held-out sessions): "
-                  f"{injected_auc(conv)}")
+                  f"{injected_auc(conv, injected_turn_ids(ds))}")
         print(f"  Track C recency baselines, current-answer rate: {recency(ds)}")
         print(f"  Track D regex masking (best case): {masking(ds)}")
         print(f"  exact-duplicate injected turns: {duplicates(ds)}")

@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from twistbench.datasets.keyfile import encode_key, read_key
+from twistbench.datasets.keyfile import encode_key, read_key, write_key
 from twistbench.datasets.locomo import load_locomo
 from twistbench.datasets.twist_locomo import load_locomo_dataset
 from twistbench.errors import InputError
@@ -35,7 +35,7 @@ from twistbench.itemgen.locomo_authoring import (
 from twistbench.itemgen.locomo_plan import CONVERSATIONS, load_contrast, load_plan, read_toml
 from twistbench.itemgen.revalidate import keyword_stems
 from twistbench.judges.structural import contains_form, spelled_to_digits, value_leaked
-from twistbench.model import Answer, PIIPlant
+from twistbench.model import Answer, PIIPlant, _turn_refs
 from twistbench.tracks.d_safety import leaked
 
 WRITTEN = written_conversations()
@@ -63,8 +63,6 @@ def built(locomo_path_module):
 def dataset(built, locomo_path_module, tmp_path_factory):
     payload, report = built
     path = tmp_path_factory.mktemp("k") / "k.json"
-    from twistbench.datasets.keyfile import write_key
-
     write_key(path, KEY_NAME, report.version, payload)
     return load_locomo_dataset(locomo_path_module, path)
 
@@ -127,18 +125,32 @@ def test_quotas_per_conversation(built):
     assert c["controls_business_contact"] == 2 * n
 
 
-def test_crisis_key_differs_only_by_crisis_turns_and_plants(locomo_path_module, built):
+def test_crisis_key_differs_only_by_crisis_turns_and_plants(locomo_path_module, built, dataset,
+                                                            tmp_path_factory):
+    """The crisis key adds its exchanges (which renumber the later turns of their session) and
+    its plants; every other item cites the same turns, read by their text."""
     payload, _ = built
     with_crisis, rep = build_locomo2(locomo_path_module, include_crisis=True,
                                      conversations=WRITTEN)
     assert rep.version.endswith("+crisis")
-    plain_ids = {t["id"] for t in payload["turns"]}
-    crisis_ids = {t["id"] for t in with_crisis["turns"]}
-    assert plain_ids < crisis_ids
-    assert all(i.startswith("TX") for i in crisis_ids - plain_ids)
+    plain_src = {(t["conversation"], t["source"]) for t in payload["turns"]}
+    crisis_src = {(t["conversation"], t["source"]) for t in with_crisis["turns"]}
+    assert plain_src < crisis_src
     assert with_crisis["gold"]["crisis_plants"] and not payload["gold"]["crisis_plants"]
-    for fld in ("reversal_arcs", "drafts", "update_chains", "pii_plants"):
-        assert with_crisis["gold"][fld] == payload["gold"][fld]
+    path = tmp_path_factory.mktemp("kc") / "kc.json"
+    write_key(path, KEY_NAME, rep.version, with_crisis)
+    crisis_ds = load_locomo_dataset(locomo_path_module, path)
+    extra = {(c, i) for c, ids in crisis_ds.meta["injected_turns"].items() for i in ids}
+    assert len(extra) - sum(map(len, dataset.meta["injected_turns"].values())) == \
+        len(crisis_src - plain_src)
+
+    def cited_texts(ds):
+        convs = {c.id: c.event_index() for c in ds.conversations}
+        return {it.id: [convs[it.conversation][t].text for t in _turn_refs(it)]
+                for fld in ("reversal_arcs", "hard_negative_arcs", "drafts", "update_chains",
+                            "pii_plants", "emotional_negatives")
+                for it in getattr(ds, fld)}
+    assert cited_texts(crisis_ds) == cited_texts(dataset)
 
 
 # -- placement (never between a question and its answer, alternation, QA spans) ------------
@@ -147,20 +159,81 @@ def test_crisis_key_differs_only_by_crisis_turns_and_plants(locomo_path_module, 
 def test_placement_rules(dataset, corpus, built):
     payload, _ = built
     for conv in dataset.conversations:
+        ours = set(dataset.meta["injected_turns"][conv.id])
         for _s, evs in conv.sessions():
             for prev, ev in itertools.pairwise(evs):
                 assert prev.speaker != ev.speaker, (ev.id, "same speaker twice in a row")
             for i, ev in enumerate(evs):
-                if not ev.meta.get("injected"):
+                if ev.id not in ours:
                     continue
                 prev = evs[i - 1] if i else None
                 nxt = evs[i + 1] if i + 1 < len(evs) else None
-                if prev is not None and not prev.meta.get("injected"):
+                if prev is not None and prev.id not in ours:
                     assert "?" not in strip_image(prev.text), (ev.id, "follows a question")
-                if nxt is not None and not nxt.meta.get("injected") or nxt is None:
+                if nxt is None or nxt.id not in ours:
                     assert "?" not in strip_image(ev.text), (ev.id, "nobody answers it")
     reasons = [e["reason"] for e in payload["revalidation"]["excluded"]]
     assert not any(r.startswith("evidence_span") for r in reasons)
+
+
+def test_no_event_says_who_wrote_it(dataset, built):
+    """2.0 ids are LoCoMo's own form, renumbered in merged order for every turn; every event has
+    the same meta keys (the session's date text, and the caption of an image turn); which turns
+    are ours lives only in Dataset.meta, which systems never see."""
+    payload, _ = built
+    image = re.compile(r" \[shares an image: ([^\]]*)\]$")
+    ours_total = 0
+    for conv in dataset.conversations:
+        ours = set(dataset.meta["injected_turns"][conv.id])
+        originals = dataset.meta["original_ids"][conv.id]
+        ours_total += len(ours)
+        assert ours.isdisjoint(originals.values())
+        assert ours | set(originals.values()) == {e.id for e in conv.events}
+        for s, evs in conv.sessions():
+            for n, ev in enumerate(evs, 1):
+                assert ev.id == f"D{s}:{n}"
+                assert not ev.id.startswith("T")
+                m = image.search(ev.text)
+                want = {"date_text": conv.meta["session_dates"][str(s)]}
+                if m:
+                    want["blip_caption"] = m.group(1)
+                assert ev.meta == want, ev.id
+    assert ours_total == len(payload["turns"])
+
+
+def test_qa_evidence_names_the_same_turns_in_2_0_ids(dataset, corpus):
+    texts = {(c.id, e.id): e.text for c in corpus.conversations for e in c.events}
+    new_texts = {(c.id, e.id): e.text for c in dataset.conversations for e in c.events}
+    by_id = {q.id: q for q in corpus.qa}
+    assert dataset.meta["qa_evidence_unmapped"] == 0
+    for q in dataset.qa:
+        assert [new_texts[(q.conversation, e)] for e in q.evidence] == \
+            [texts[(q.conversation, e)] for e in by_id[q.id].evidence]
+
+
+def test_errata_evidence_names_the_same_turns_in_2_0_ids(dataset, locomo_path_module):
+    from conftest import shared_file
+
+    shared_file("locomo-audit", "errors.json")
+    from twistbench.datasets.locomo import locomo_dataset
+
+    plain = locomo_dataset(locomo_path_module, errata="locomo-audit")
+    fixed = load_locomo_dataset(locomo_path_module, dataset.meta["key_file"],
+                                errata="locomo-audit")
+    texts = {(c.id, e.id): e.text for c in plain.conversations for e in c.events}
+    new_texts = {(c.id, e.id): e.text for c in fixed.conversations for e in c.events}
+    by_id = {q.id: q for q in plain.qa}
+    changed = 0
+    for q in fixed.qa:
+        want = [texts[(q.conversation, e)] for e in by_id[q.id].evidence
+                if (q.conversation, e) in texts]
+        assert [new_texts[(q.conversation, e)] for e in q.evidence] == want
+        if "errata" in q.meta:
+            changed += 1
+            was = by_id[q.id].meta["errata"]["evidence_was"]
+            assert [new_texts[(q.conversation, e)] for e in q.meta["errata"]["evidence_was"]] \
+                == [texts[(q.conversation, e)] for e in was]
+    assert changed > 50 and fixed.version.startswith("twist-locomo-2.0+locomo-audit")
 
 
 def test_timestamps_are_whole_minutes_by_position(dataset):
@@ -396,6 +469,10 @@ def test_checker_catches_planted_violations(corpus):
     def wrong_pool(b):
         b["reversal"][0]["values"] = {"design": "dragon"}
     assert "not in the pool" in problems_after(wrong_pool)
+
+    def chain_named_like_a_plant(b):
+        b["chain"][0]["id"] = b["pii"][0]["id"]
+    assert "the id is also" in problems_after(chain_named_like_a_plant)
 
 
 def test_registry_knows_both_versions(tmp_path):

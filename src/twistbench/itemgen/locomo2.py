@@ -3,15 +3,19 @@
 `build_locomo2` reads the plan (banks/locomo/plan.toml), the contrast bank (contrast.toml) and one
 authoring file per conversation (banks/locomo/<conv>.toml, and <conv>.crisis.toml for the opt-in
 crisis key), checks every rule of docs/keys/locomo-authoring.md (itemgen/locomo_authoring.py),
-numbers our turns and writes the same key layout as 1.0 (itemgen/locomo_inject.py): our turns with
-where they go, the gold of the four tracks, the appended sessions, the QA re-validation, all bound
-to the sha256 of locomo10.json. Nothing is drawn at random here except the order of the drafts
+numbers the turns and writes a key laid out like 1.0's (itemgen/locomo_inject.py): our turns, the
+gold of the four tracks, the appended sessions, the QA re-validation, all bound to the sha256 of
+locomo10.json. Nothing is drawn at random here except the order of the drafts
 (seeded), so a build reproduces the key byte for byte.
 
-Ids: original dia_ids never change; our turns are "TW<session>:<n>" (crisis turns
-"TX<session>:<n>"), numbered in conversation order within each session. Timestamps are not
-stored: the loader gives every turn of a session (ours and LoCoMo's) the session's date plus one
-minute per position, so neither seconds nor gaps mark a turn as ours.
+Ids: every turn of a conversation, LoCoMo's and ours, is renumbered "D<session>:<n>" in merged
+order (LoCoMo's own form), so no id tells a system which turns we wrote. The key stores our turns
+with their final ids, which are also their places; the loader (datasets/twist_locomo.py) puts
+LoCoMo's turns in the other places in their order, maps LoCoMo QA and errata evidence to the new
+ids, and keeps which turns are ours and each original's LoCoMo id in Dataset.meta, never in an
+event. In the crisis key the crisis exchanges take places too, so later ids of their sessions
+differ from the default key's. Timestamps are not stored: the loader gives every turn of a session
+the session's date plus one minute per position, so neither seconds nor gaps mark a turn as ours.
 
 A build needs all ten conversations; `conversations=[...]` builds a partial key (version
 "twist-locomo-2.0-partial") for tests and for authors checking their conversation in place.
@@ -166,19 +170,17 @@ def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
 
 
 def _number_turns(p: Placed, include_crisis: bool) -> dict[str, str]:
-    """ref -> final id: originals keep theirs; ours are TW<s>:<n> / TX<s>:<n> in order."""
+    """ref -> final id. Every turn of a session, LoCoMo's and ours, is renumbered D<s>:<n> in
+    merged order (n from 1), so an id says nothing about who wrote the turn. Crisis turns count
+    only in the crisis key (whose later ids in that session shift by one)."""
     ids: dict[str, str] = {}
-    for s, turns in p.sessions.items():
-        n = {"TW": 0, "TX": 0}
-        for t in turns:
-            if not t.injected:
-                ids[t.ref] = t.ref
-                continue
+    for s in sorted(p.sessions):
+        n = 0
+        for t in p.sessions[s]:
             if t.crisis and not include_crisis:
                 continue
-            prefix = "TX" if t.crisis else "TW"
-            n[prefix] += 1
-            ids[t.ref] = f"{prefix}{s}:{n[prefix]}"
+            n += 1
+            ids[t.ref] = f"D{s}:{n}"
     return ids
 
 
@@ -210,6 +212,9 @@ def _payload(corpus: LocomoCorpus, plan: dict[str, Any], contrast: dict[str, Any
             seen[a["label"]] += 1
             prefix = "A" if a["label"] == "reversal" else "N"
             arc_ids[(cid, a["member"])] = f"{cid}:{prefix}{seen[a['label']]}"
+    # QA re-validation reads where each of our turns sits among the original ones: `after`
+    # chains in the authoring refs (original dia_ids and our "i07.2"), which never collide.
+    placed_turns: list[dict[str, Any]] = []
     for cid, p in placed.items():
         ids = _number_turns(p, include_crisis)
         for s in sorted(p.sessions):
@@ -218,11 +223,15 @@ def _payload(corpus: LocomoCorpus, plan: dict[str, Any], contrast: dict[str, Any
                 if t.ref not in ids:
                     continue  # a crisis turn left out of the default key
                 if t.injected:
-                    turns_out.append({
-                        "conversation": cid, "id": ids[t.ref], "session": s, "after": prev,
-                        "speaker": t.speaker, "text": t.text, "channel": "chat", "source": t.ref,
-                        "keywords": _keywords(p, t)})
-                prev = ids[t.ref]
+                    row = {"conversation": cid, "id": ids[t.ref], "session": s,
+                           "speaker": t.speaker, "text": t.text}
+                    if t.image:
+                        row["image"] = t.image.strip()
+                    row.update({"channel": "chat", "source": t.ref,
+                                "keywords": _keywords(p, t)})
+                    turns_out.append(row)
+                    placed_turns.append({**row, "id": t.ref, "after": prev, "name": ids[t.ref]})
+                prev = t.ref
         for a in p.plan["appended"]:
             appended.append({"conversation": cid, "session": a["session"],
                              "date_text": a["date_text"],
@@ -232,7 +241,7 @@ def _payload(corpus: LocomoCorpus, plan: dict[str, Any], contrast: dict[str, Any
         _gold_drafts(p, cid, ids, wordings, gold)
         _gold_chains(p, cid, ids, gold)
         _gold_safety(p, cid, ids, include_crisis, gold)
-    excluded = revalidate(corpus, turns_out)
+    excluded = revalidate(corpus, placed_turns)
     return {
         "locomo_sha256": corpus.sha256,
         "plan_seed": plan["seed"],
@@ -244,6 +253,8 @@ def _payload(corpus: LocomoCorpus, plan: dict[str, Any], contrast: dict[str, Any
         "revalidation": {"rule": "same speaker and shared subject keyword, or an injected turn "
                                  "between two evidence turns of the question",
                          "excluded": [{"qa": q, "reason": r} for q, r in excluded]},
+        "ids": "every turn D<session>:<n> in merged order; LoCoMo's turns fill the places our "
+               "turns do not take, in their order",
         "timestamps": "session date + one minute per position in the session (every turn)",
     }
 
