@@ -23,6 +23,7 @@ ROOT = "twistbench"
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
     "model": set(),
+    "sanitize": set(),
     "stats": set(),
     "contract": {"model"},
     "plugins": {"errors"},
@@ -34,17 +35,19 @@ ALLOWED: dict[str, set[str]] = {
     "tracks": {"errors", "model", "contract", "records", "stats", "judges"},
     "systems": {"errors", "model", "contract", "plugins", "retrieval", "llm"},
     "report": {"errors", "model", "contract", "records", "stats", "datasets", "judges",
-               "tracks"},
-    "runs": {ROOT, "errors", "model", "contract", "records", "datasets", "judges", "tracks"},
+               "tracks", "sanitize"},
+    "runs": {ROOT, "errors", "model", "contract", "records", "datasets", "judges", "tracks",
+             "sanitize"},
     "audit": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
-              "runs"},
+              "runs", "sanitize"},
     "itemgen": {"errors", "model", "datasets", "judges", "llm"},
     "annotate": {"errors", "model", "stats", "datasets"},
     "validation": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
-                   "llm", "judges", "tracks", "systems", "report", "runs", "audit", "itemgen"},
+                   "llm", "judges", "tracks", "systems", "report", "runs", "audit", "itemgen",
+                   "sanitize"},
     "cli": {ROOT, "errors", "model", "contract", "records", "stats", "datasets", "retrieval",
             "llm", "judges", "tracks", "systems", "report", "runs", "audit", "itemgen",
-            "validation", "plugins", "annotate"},
+            "validation", "plugins", "annotate", "sanitize"},
 }
 SCORING = ("tracks", "judges", "report")
 

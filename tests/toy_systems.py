@@ -9,12 +9,33 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import zlib
 from collections.abc import Sequence
 
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import Answer, Event, IngestResult, Tension, Verdict
+
+# Hangs that tests control. A toy that hangs sets HANGING and blocks until RELEASE (or its
+# hang_s) passes. `hang_aware_wait` replaces the guard's clock in-process: a call times out
+# exactly when the toy signals its hang, so no test depends on how fast the machine is.
+HANGING = threading.Event()
+RELEASE = threading.Event()
+
+
+def hang(seconds: float) -> None:
+    HANGING.set()
+    RELEASE.wait(seconds)
+
+
+def hang_aware_wait(done: threading.Event, timeout_s: float) -> bool:
+    while not done.is_set():
+        if HANGING.is_set():
+            HANGING.clear()
+            return done.is_set()
+        done.wait(0.002)
+    return True
 
 
 def _log(call: str, arg: str) -> None:
@@ -113,7 +134,7 @@ class FaultyToy(KeywordToy):
         if f == "raise":
             raise RuntimeError("recall exploded")
         if f == "hang":
-            time.sleep(self.hang_s)
+            hang(self.hang_s)
         if f == "garbage":
             return {"txt": 42}
         return super().recall(query)
@@ -123,7 +144,23 @@ class FaultyToy(KeywordToy):
         if f == "raise":
             raise ValueError("alignment exploded")
         if f == "hang":
-            time.sleep(self.hang_s)
+            hang(self.hang_s)
         if f == "garbage":
             return {"aligned": "maybe-ish"}
         return super().check_alignment(draft)
+
+
+class ProcessProbe(KeywordToy):
+    """For --isolate process tests: "pid" answers with its process id, "hang" never returns,
+    "huge" returns an output larger than a small cap."""
+
+    name = "process-probe"
+
+    def recall(self, query: str) -> Answer:
+        if query == "hang":
+            time.sleep(3600)
+        if query == "huge":
+            return Answer(text="x" * 5000)
+        if query == "pid":
+            return Answer(text=str(os.getpid()))
+        return super().recall(query)

@@ -6,8 +6,12 @@ a conformance failure); 2 bad input (a clear message naming file, record, field)
 
 from __future__ import annotations
 
+import functools
 import json
+import math
+import os
 import sys
+import tempfile
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Annotated
@@ -32,6 +36,7 @@ from twistbench.audit.core import audit
 from twistbench.audit.native import native_matrix
 from twistbench.audit.report import render_audit_markdown
 from twistbench.audit.tracing import write_traces
+from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.datasets.keyfile import read_key as read_key_doc
 from twistbench.datasets.locomo import dataset_notes
 from twistbench.datasets.paths import cs_key_path
@@ -60,9 +65,19 @@ from twistbench.report.plots import plot_profile
 from twistbench.report.runs import export_predictions as export
 from twistbench.report.runs import report_predictions, report_runs
 from twistbench.runs.conform import check_conformance
+from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES
 from twistbench.runs.runner import RunSettings, run_system
+from twistbench.sanitize import Redactor, plain
 from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
-from twistbench.systems import DEFAULT_SYSTEMS, available_systems, make_system
+from twistbench.systems import (
+    DEFAULT_SYSTEMS,
+    available_systems,
+    build_system,
+    make_system,
+)
+from twistbench.systems import (
+    REGISTRY as SYSTEM_REGISTRY,
+)
 from twistbench.tracks import TRACKS
 from twistbench.validation.separability import render_validation_markdown, validate_dataset
 
@@ -114,26 +129,134 @@ CrisisOpt = Annotated[bool, typer.Option(
     "adjacent phrasings).")]
 
 
-def main() -> None:
-    """Console-script entry point: InputError becomes one line on stderr and exit code 2."""
+# Secrets of the options given on this command line (and of the environment): every message
+# printed goes through it. Replaced once a command has parsed its -S options.
+_redactor = Redactor({})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point. Bad input (an InputError, a malformed option) is one line on
+    stderr and exit code 2; an unexpected failure is one line and exit code 3 (TWIST_DEBUG=1
+    shows the traceback). Never a traceback for the user."""
+    sys.exit(run_cli(argv))
+
+
+def run_cli(argv: list[str] | None = None) -> int:
+    """Run the `twist` command with `argv` (default sys.argv[1:]); returns the exit code."""
+    global _redactor
+    _redactor = Redactor({})
     try:
-        app()
+        rv = app(args=argv, prog_name="twist", standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
     except InputError as exc:
-        err.print(f"[bold red]error:[/] {exc}", highlight=False)
-        sys.exit(2)
+        _error_line(str(exc))
+        return 2
+    except typer.TyperException as exc:  # typer's (vendored) click: unknown option, bad value
+        message = getattr(exc, "format_message", None)
+        _error_line(message() if callable(message) else str(exc))
+        code = getattr(exc, "exit_code", 2)
+        return code if isinstance(code, int) else 2
+    except (typer.Abort, KeyboardInterrupt):
+        _error_line("interrupted")
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last guard: a line, not a traceback
+        if os.environ.get("TWIST_DEBUG"):
+            raise
+        _error_line(f"internal error: {type(exc).__name__}: {exc} (please report it; "
+                    "TWIST_DEBUG=1 shows the traceback)")
+        return 3
+
+
+def _error_line(text: str, label: str = "error:") -> None:
+    """One line on stderr: secrets redacted, markup and control characters made harmless."""
+    one = " ".join(_redactor.text(text).split())
+    err.print(f"[bold red]{label}[/] {plain(one)}", highlight=False)
 
 
 def _fail_input(exc: InputError) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False)
+    _error_line(str(exc))
     raise typer.Exit(2)
+
+
+def _use_options(per: dict[str, dict[str, str]]) -> None:
+    """Redact the secrets of these -S options in everything printed from now on."""
+    global _redactor
+    merged = {f"{s}.{k}": v for s, opts in per.items() for k, v in opts.items()}
+    merged.update({k: v for opts in per.values() for k, v in opts.items()})
+    _redactor = Redactor(merged)
+
+
+def _positive(value: float, flag: str) -> float:
+    """A finite number above zero (a timeout): nan, inf, 0 and negatives are refused."""
+    if not math.isfinite(value) or value <= 0:
+        raise InputError(flag, f"is {value!r}", field=flag.lstrip("-"),
+                         expected="a finite number above 0")
+    return value
+
+
+def _fraction(value: float, flag: str) -> float:
+    if not math.isfinite(value) or not 0 <= value <= 1:
+        raise InputError(flag, f"is {value!r}", field=flag.lstrip("-"),
+                         expected="a number from 0 to 1")
+    return value
+
+
+def _at_least(value: int, low: int, flag: str) -> int:
+    if value < low:
+        raise InputError(flag, f"is {value}", field=flag.lstrip("-"), expected=f"at least {low}")
+    return value
+
+
+def _at_most(value: int, high: int, flag: str) -> int:
+    if value > high:
+        raise InputError(flag, f"is {value}", field=flag.lstrip("-"), expected=f"at most {high}")
+    return value
+
+
+def _kappa(value: float, flag: str) -> float:
+    if not math.isfinite(value) or not -1 <= value <= 1:
+        raise InputError(flag, f"is {value!r}", field=flag.lstrip("-"),
+                         expected="a kappa from -1 to 1")
+    return value
+
+
+def _output_dir(path: Path, flag: str) -> Path:
+    """A folder we will be able to write into; InputError for a file or an unwritable place.
+    Nothing is created here (an error later must not leave an empty folder behind): the
+    nearest existing folder on the way is probed with a temporary file."""
+    if path.exists() and not path.is_dir():
+        raise InputError(str(path), "exists and is not a folder", field=flag.lstrip("-"),
+                         expected="a folder (or a path where one can be created)")
+    base = path
+    while not base.exists() and base.parent != base:
+        base = base.parent
+    if not base.is_dir():
+        raise InputError(str(path), f"{base} is not a folder", field=flag.lstrip("-"),
+                         expected="a path below folders only")
+    try:
+        fd, probe = tempfile.mkstemp(dir=base, prefix=".twist-write-test-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot write here: {exc.strerror or exc}",
+                         field=flag.lstrip("-"), expected="a writable folder") from None
+    return path
+
+
+def _output_file(path: Path, flag: str) -> Path:
+    """A file path whose folder is writable and that is not a folder itself."""
+    if path.is_dir():
+        raise InputError(str(path), "is a folder", field=flag.lstrip("-"), expected="a file path")
+    _output_dir(path.parent if str(path.parent) else Path("."), flag)
+    return path
 
 
 def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict[str, str]]:
     """-S key=value / -S system.key=value into per-system option dicts."""
     per: dict[str, dict[str, str]] = {s: {} for s in systems}
-    for pair in pairs or []:
-        if "=" not in pair:
-            raise InputError("-S", f"{pair!r} is not key=value", expected="key=value")
+    for n, pair in enumerate(pairs or [], start=1):
+        if "=" not in pair:  # the text is not echoed: it may be a mistyped secret
+            raise InputError("-S", f"option #{n} has no '='", expected="key=value")
         key, value = pair.split("=", 1)
         target = [s for s in systems if key.startswith(s + ".")]
         if target:
@@ -180,7 +303,7 @@ def run(
     ingest_timeout: Annotated[float, typer.Option(
         help="Seconds allowed per ingested session.")] = 300.0,
     max_error_rate: Annotated[float, typer.Option(
-        help="Exit non-zero when the share of items that errored exceeds this.")] = 0.0,
+        help="Exit non-zero when the share of items that errored exceeds this (0 to 1).")] = 0.0,
     force_new: Annotated[bool, typer.Option(
         "--force-new", help="Discard an existing run in the folder and start over.")] = False,
     seed: Annotated[int, typer.Option(help="Seed recorded in the manifest and given to "
@@ -189,28 +312,56 @@ def run(
     judge: Annotated[str, typer.Option(
         "--judge", help="Judge of free-text answers (Track C): a registered name (structural), "
         "an installed plugin, or module:Class.")] = DEFAULT_JUDGE,
+    isolate: Annotated[str, typer.Option(
+        help="Where the system runs: 'thread' (this process; a timed-out call is abandoned "
+        "and the system rebuilt) or 'process' (a child process, killed on timeout).")] = "thread",
+    max_output_bytes: Annotated[int, typer.Option(
+        help="Largest output of one call, as JSON; a larger one is an error, not stored.")
+    ] = DEFAULT_MAX_OUTPUT_BYTES,
 ) -> None:
     """Run systems through the TWIST tracks and print the profile."""
+    failed = []
     try:
-        judge_obj = make_judge(judge)
-        ds, source = _dataset(dataset, locomo, errata, include_crisis)
+        _positive(timeout, "--timeout")
+        _positive(ingest_timeout, "--ingest-timeout")
+        _fraction(max_error_rate, "--max-error-rate")
+        _at_least(seed, 0, "--seed")
+        _at_least(max_output_bytes, 1, "--max-output-bytes")
+        if isolate not in ("thread", "process"):
+            raise InputError("--isolate", f"unknown isolation {isolate!r}", field="isolate",
+                             expected="thread or process")
         systems = system or list(DEFAULT_SYSTEMS)
         per = parse_options(option, systems)
+        _use_options(per)
+        judge_obj = make_judge(judge)
+        ds, source = _dataset(dataset, locomo, errata, include_crisis)
+        out = _output_dir(out, "--out")
         settings = RunSettings(tracks=track, timeout_s=timeout, ingest_timeout_s=ingest_timeout,
                                seed=seed, force_new=force_new, conversations=conversation,
-                               progress=progress)
+                               progress=progress, isolate=isolate,
+                               max_output_bytes=max_output_bytes)
         folders = []
-        failed = []
         for spec in systems:
-            sys_obj, entry = make_system(spec, per[spec])
+            # A picklable factory: rebuilds the system after a timeout, or in the child process.
+            factory = functools.partial(build_system, spec, per[spec])
+            if isolate == "process":
+                sys_obj = None
+                entry = SYSTEM_REGISTRY.get(spec)
+                gold = bool(entry and entry.gold_channel)
+            else:
+                sys_obj, entry = make_system(spec, per[spec])
+                gold = entry.gold_channel
             folder = out / _folder_name(spec)
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
-                                 gold_channel=entry.gold_channel, settings=settings,
-                                 judge=judge_obj, dataset_source=source)
+                                 gold_channel=gold, settings=settings, judge=judge_obj,
+                                 dataset_source=source, factory=factory)
             folders.append(folder)
+            for line in outcome.notes:
+                err.print(f"note: {plain(line)}", highlight=False)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
                     f"{outcome.errors} errors")
-            console.print(f"[bold]{outcome.system}[/]: {note} -> {folder}", highlight=False)
+            console.print(f"[bold]{plain(outcome.system)}[/]: {note} -> {plain(folder)}",
+                          highlight=False)
             if outcome.error_rate > max_error_rate:
                 failed.append(f"{outcome.system}: error rate {outcome.error_rate:.3f} > "
                               f"{max_error_rate:g}")
@@ -219,7 +370,7 @@ def run(
         _fail_input(exc)
     if failed:
         for f in failed:
-            err.print(f"[bold red]failed:[/] {f}", highlight=False)
+            _error_line(f, label="failed:")
         raise typer.Exit(1)
 
 
@@ -237,11 +388,10 @@ def _emit_report(rep, out: Path | None, fmt: str) -> None:  # noqa: ANN001 - Run
     """Print the profile; with `out`, also write report.md, report.json and profile plots."""
     written = []
     if out is not None:
-
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "report.md").write_text(rep.markdown, encoding="utf-8")
-        (out / "report.json").write_text(json.dumps(rep.data, indent=2, sort_keys=True) + "\n",
-                                         encoding="utf-8")
+        out = _output_dir(out, "--out")
+        atomic_write_bytes(out / "report.md", rep.markdown.encode("utf-8"))
+        atomic_write_bytes(out / "report.json",
+                           (json.dumps(rep.data, indent=2, sort_keys=True) + "\n").encode())
         written = [out / "report.md", out / "report.json"]
         for i, profile in enumerate(rep.profiles):
             written.append(plot_profile(profile, out / f"profile{'' if i == 0 else i + 1}.png"))
@@ -265,6 +415,8 @@ def report(
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
+        if out is not None:
+            _output_dir(out, "--out")
         _print_report(find_run_folders(runs), out, format, locomo)
     except InputError as exc:
         _fail_input(exc)
@@ -296,10 +448,10 @@ def export_predictions(
     """Write Track B verdicts in the public TWIST predictions format
     {item_id, aligned, evidence}."""
     try:
-        n = export(run_dir, out)
+        n = export(run_dir, _output_file(out, "--out"))
     except InputError as exc:
         _fail_input(exc)
-    console.print(f"{n} predictions -> {out}", highlight=False)
+    console.print(f"{n} predictions -> {plain(out)}", highlight=False)
 
 
 @app.command("score-predictions")
@@ -356,16 +508,21 @@ def conform(
 ) -> None:
     """Check a system against the contract on a small built-in conversation."""
     try:
-        sys_obj, _ = make_system(system, parse_options(option, [system])[system])
+        _positive(timeout, "--timeout")
+        per = parse_options(option, [system])
+        _use_options(per)
+        sys_obj, _ = make_system(system, per[system])
     except InputError as exc:
         _fail_input(exc)
-    results = check_conformance(sys_obj, timeout_s=timeout)
-    table = Table(title=f"conformance of {system}")
+    # The system's messages may echo its options: every detail is redacted and printed plain.
+    results = check_conformance(sys_obj, timeout_s=timeout, redactor=_redactor)
+    table = Table(title=f"conformance of {plain(system)}")
     for col in ("check", "result", "detail"):
         table.add_column(col)
     style = {"pass": "green", "fail": "bold red", "declined": "yellow"}
     for r in results:
-        table.add_row(r.check, f"[{style[r.status]}]{r.status}[/]", r.detail)
+        table.add_row(plain(r.check), f"[{style[r.status]}]{r.status}[/]",
+                      plain(_redactor.text(r.detail)))
     console.print(table)
     fails = sum(r.status == "fail" for r in results)
     console.print(f"{sum(r.status == 'pass' for r in results)} passed, {fails} failed, "
@@ -394,6 +551,12 @@ def build_cs(
     from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
     from twistbench.itemgen.paraphrase import ParaphraseConfig
 
+    try:
+        if seed is not None:
+            _at_least(seed, 0, "--seed")
+        out = _output_file(out, "--out")
+    except InputError as exc:
+        _fail_input(exc)
     para = None
     if paraphrase:
         if not model:
@@ -447,8 +610,20 @@ def build_locomo(
         _fail_input(InputError("--conversations", "only the 2.0 key is built per conversation",
                                expected="--key 2.0"))
     try:
-        digest, rep = write_locomo_key(out, locomo, seed=DEFAULT_SEED if seed is None else seed,
-                                       include_crisis=include_crisis)
+        if seed is not None:
+            _at_least(seed, 0, "--seed")
+        out = _output_file(out, "--out")
+        try:
+            digest, rep = write_locomo_key(out, locomo,
+                                           seed=DEFAULT_SEED if seed is None else seed,
+                                           include_crisis=include_crisis)
+        except InputError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the generator cannot fit items into this file
+            raise InputError(str(locomo), "cannot build the key from this file: "
+                             f"{type(exc).__name__}: {exc}",
+                             field="locomo", expected="the LoCoMo release file "
+                             "(snap-research/locomo data/locomo10.json)") from None
     except InputError as exc:
         _fail_input(exc)
     console.print(rep.render(), markup=False, highlight=False)
@@ -476,6 +651,9 @@ def validate(
     """Separability audit (whitepaper §6.3): flat-rag, fact-rag and oracle on every item."""
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
+        out = _output_dir(out, "--out")
+        if write_filtered is not None:
+            _output_file(write_filtered, "--write-filtered")
         rep = validate_dataset(ds, out, write_filtered=write_filtered,
                                include_heuristic=with_heuristic, progress=progress,
                                dataset_source=source)
@@ -503,20 +681,31 @@ def trace(
     tier: Annotated[str | None, typer.Option(help="BEAM tier, e.g. 1M.")] = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
 ) -> None:
-    """Write ranked retrieval traces and lineage of a system (input to `twist audit`)."""
+    """Write ranked retrieval traces and lineage of a system (input to `twist audit`). Exits 1
+    when queries were to be traced and every one of them failed."""
     try:
+        _positive(timeout, "--timeout")
+        _at_least(k, 1, "-k")
+        per = parse_options(option, [system])
+        _use_options(per)
         entry = DATASET_REGISTRY.get(dataset or "")
         if entry is not None and entry.audit_only:
             ds = entry.load(DatasetOptions(data=data, granularity=granularity, tier=tier))
         else:
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
-        sys_obj, _ = make_system(system, parse_options(option, [system])[system])
-        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout)
+        sys_obj, _ = make_system(system, per[system])
+        out = _output_dir(out, "--out")
+        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout, redactor=_redactor)
     except InputError as exc:
         _fail_input(exc)
     console.print(f"{rep.traced}/{rep.queries} queries traced ({rep.skipped} skipped, "
-                  f"{rep.errors} errors), {rep.stored_memories} memories -> {out}",
+                  f"{rep.errors} errors), {rep.stored_memories} memories -> {plain(out)}",
                   highlight=False)
+    if rep.queries and not rep.traced:
+        _error_line(f"every one of the {rep.queries} queries failed: no trace to audit "
+                    f"({', '.join(f'{k} {n}' for k, n in sorted(rep.error_kinds.items()))})",
+                    label="failed:")
+        raise typer.Exit(1)
 
 
 @audit_app.command("traces")
@@ -542,6 +731,15 @@ def audit_traces(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
     """Rescore saved traces under Raw, Source and Canonical targets."""
+    try:
+        _at_least(resamples, 1, "--resamples")
+        _at_least(seed, 0, "--seed")
+        if k is not None:
+            _at_least(k, 1, "-k")
+        if out is not None:
+            _output_dir(out, "--out")
+    except InputError as exc:
+        _fail_input(exc)
     groups = {}
     for g in group or []:
         if "=" not in g:
@@ -574,6 +772,12 @@ def audit_native(
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
     try:
+        _at_least(resamples, 1, "--resamples")
+        _at_least(seed, 0, "--seed")
+        _at_least(k, 1, "-k")
+        for m in max_facts or ():
+            _at_least(m, 1, "--max-facts")
+        out = _output_dir(out, "--out")
         res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
                             max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,
                             seed=seed, conversations=conversation)
@@ -592,6 +796,8 @@ def audit_labels(
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
     try:
+        if out is not None:
+            _output_file(out, "--out")
         res = semantic_audit_files(cases, labels, out)
     except InputError as exc:
         _fail_input(exc)
@@ -629,6 +835,16 @@ def annotate_export(
 ) -> None:
     """Write blind annotation packets (CSV, JSONL, offline HTML form, guide, full records)."""
     try:
+        _at_least(annotators, 2, "--annotators")
+        _at_most(annotators, 100, "--annotators")  # a folder each: 10**30 would exhaust memory
+        if sample is not None:
+            _at_least(sample, 1, "--sample")
+        _at_least(examples, 0, "--examples")
+        _at_least(context, 0, "--context")
+        if seed is not None:
+            _at_least(seed, 0, "--seed")
+        if out.parent != out:
+            _output_dir(out.parent, "--out")  # the packet folder itself must be new
         ds, source = _dataset(key, locomo, None, include_crisis)
         res = export_packets(ds, out, annotators=annotators, seed=seed,
                              settings=ExcerptSettings(context=context), tracks=track,
@@ -657,7 +873,10 @@ def annotate_agreement(
     """Cohen's / Fleiss' kappa, raw agreement and confusion tables per track and family; writes
     the adjudication queue."""
     try:
+        _kappa(min_kappa, "--min-kappa")
         manifest = load_manifest(packet)
+        if out is not None:
+            _output_dir(out, "--out")
         raters = [read_answers(a, manifest) for a in answers]
         res = compute_agreement(manifest, raters, threshold=min_kappa)
         written = write_agreement(res, manifest, out or packet / "adjudication")
@@ -683,6 +902,10 @@ def annotate_adjudicate(
     """Merge the adjudicator's decisions, drop families below the threshold and rejected
     items, and write the next key version with a changelog and the agreement figures."""
     try:
+        if min_kappa is not None:
+            _kappa(min_kappa, "--min-kappa")
+        if out is not None:
+            _output_file(out, "--out")
         rel, record = adjudicate_key(resolve_key_file(key), queue, decisions, out=out,
                                      min_kappa=min_kappa)
     except InputError as exc:
@@ -749,6 +972,8 @@ def errata_apply(
 ) -> None:
     """Write the next key version with every erratum of this version folded in."""
     try:
+        if out is not None:
+            _output_file(out, "--out")
         rel = release_next_version(resolve_key_file(key), [], why="errata", out=out)
     except InputError as exc:
         _fail_input(exc)
@@ -764,7 +989,10 @@ def schema(
     """Print the JSON Schema of every record (datasets, items, system outputs)."""
     text = dump_json_schemas()
     if out:
-        out.write_text(text + "\n", encoding="utf-8")
+        try:
+            atomic_write_bytes(_output_file(out, "--out"), (text + "\n").encode("utf-8"))
+        except InputError as exc:
+            _fail_input(exc)
     else:
         sys.stdout.write(text + "\n")
 

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from twistbench.errors import InputError
-from twistbench.records import ItemRecord
-from twistbench.runs.folder import REDACTED, Redactor, RunFolder, iter_records
+from twistbench.records import ItemRecord, iter_records
+from twistbench.runs.folder import REDACTED, Redactor, RunFolder
 
 
 def rec(i):
@@ -62,3 +62,87 @@ def test_redactor_scrubs_by_name_and_by_value():
     assert cfg["api_key"] == REDACTED and cfg["nested"]["token"] == REDACTED
     assert "sk-env-999999" not in json.dumps(cfg) and cfg["model"] == "gpt"
     assert r.text("echo sk-live-123456 and sk-env-999999") == f"echo {REDACTED} and {REDACTED}"
+
+
+def test_a_short_write_is_continued_until_the_line_is_whole(tmp_path, monkeypatch):
+    import os
+
+    real = os.write
+    sizes = []
+
+    def short(fd, data):  # the kernel may write fewer bytes than asked (signals, quotas)
+        n = real(fd, bytes(data[:7]))
+        sizes.append(n)
+        return n
+
+    f = RunFolder(tmp_path)
+    monkeypatch.setattr("twistbench.runs.folder.os.write", short)
+    f.append(rec(0))
+    f.append(rec(1))
+    monkeypatch.undo()
+    assert len(sizes) > 2 and [r.item_id for r in f.records()] == ["B:x0", "B:x1"]
+
+
+def test_a_write_that_makes_no_progress_fails_loudly(tmp_path, monkeypatch):
+    f = RunFolder(tmp_path)
+    monkeypatch.setattr("twistbench.runs.folder.os.write", lambda fd, data: 0)
+    with pytest.raises(OSError, match="no progress"):
+        f.append(rec(0))
+
+
+def test_duplicate_item_ids_are_refused_naming_them(tmp_path):
+    f = RunFolder(tmp_path)
+    f.append(rec(0))
+    f.append(rec(1))
+    f.append(rec(0))
+    with pytest.raises(InputError) as info:
+        f.records()
+    assert "B:x0" in str(info.value) and "records 1, 3" in str(info.value)
+
+
+SECRET = 'Zq"9\\xK!pW7-é~secret'  # a quote, a backslash and non-ASCII: every escaping differs
+
+
+@pytest.mark.parametrize("form", [
+    SECRET, json.dumps(SECRET)[1:-1], json.dumps(SECRET, ensure_ascii=False)[1:-1],
+    json.dumps(json.dumps(SECRET))[1:-1], repr(SECRET)[1:-1],
+    __import__("urllib.parse").parse.quote(SECRET, safe=""),
+    __import__("urllib.parse").parse.quote_plus(SECRET)])
+def test_every_form_of_a_secret_is_redacted(form):
+    out = Redactor({"api_key": SECRET}, {}).text(f"before {form} after")
+    assert "pW7" not in out and REDACTED in out and out.startswith("before ")
+
+
+def test_url_credentials_are_redacted_in_any_text_and_their_password_everywhere():
+    r = Redactor({"endpoint": "https://bob:hunter2-pw@api.example.com/v1"}, {})
+    assert r.text("GET https://bob:hunter2-pw@api.example.com/v1/x") == \
+        f"GET https://{REDACTED}@api.example.com/v1/x"
+    assert "hunter2-pw" not in r.text("password was hunter2-pw")
+    assert r.text("see ftp://u:p@h/") == f"see ftp://{REDACTED}@h/"  # not an option: still
+
+
+def test_a_message_is_redacted_before_it_is_cut():
+    r = Redactor({"token": "tok-ABCDEFGHIJ"}, {})
+    cut = r.cut("x" * 95 + "tok-ABCDEFGHIJ", 100)
+    assert "tok-" not in cut and "ABC" not in cut
+    assert r.cut("x" * 95 + "tok-A", 100) == "x" * 95 + REDACTED  # a prefix already cut
+
+
+@pytest.mark.parametrize("name, secret", [
+    ("api_key", True), ("OPENAI_API_KEY", True), ("apiKey", True), ("access-token", True),
+    ("clientSecret", True), ("password", True), ("DB_PASSWD", True), ("ssh_key", True),
+    ("Authorization", True), ("tokenizers", False), ("max_tokens", False), ("key_path", False),
+    ("monkey", False), ("keyboard_layout", False), ("top_k", False), ("TOKENIZERS_PARALLELISM",
+                                                                      False)])
+def test_secret_names_are_whole_words(name, secret):
+    from twistbench.sanitize import is_secret_name
+
+    assert is_secret_name(name) is secret
+
+
+def test_the_manifest_package_list_is_not_redacted(tmp_path):
+    f = RunFolder(tmp_path, Redactor({}, {"TOKENIZERS_PARALLELISM": "false-ish-value"}))
+    f.write_manifest({"schema_version": "x", "dataset": {}, "system": {}, "fingerprint": "f",
+                      "packages": {"tokenizers": "0.19.1"}, "max_tokens": 512})
+    man = json.loads(f.manifest_path.read_text())
+    assert man["packages"] == {"tokenizers": "0.19.1"} and man["max_tokens"] == 512

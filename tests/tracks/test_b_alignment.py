@@ -55,9 +55,21 @@ def test_hand_computed_metrics():
     assert (m["aligned_specificity"].k, m["aligned_specificity"].n) == (1, 2)
     assert (m["hard_negative_specificity"].k, m["hard_negative_specificity"].n) == (1, 2)
     assert (m["specificity"].k, m["specificity"].n) == (2, 4)
-    assert m["balanced_accuracy"].value == pytest.approx((2 / 3 + 2 / 4) / 2)
+    assert m["balanced_accuracy"].value == pytest.approx((2 / 3 + 1 / 2) / 2)  # (CR + AS) / 2
     assert (m["attribution"].k, m["attribution"].n) == (1, 2)
     assert (m["grounded_contradiction_recall"].k, m["grounded_contradiction_recall"].n) == (1, 3)
+
+
+def test_balanced_accuracy_excludes_hard_negatives():
+    # Every contradiction flagged, every aligned draft passed, every hard negative flagged: the
+    # public definition (CR + AS) / 2 is 1.0 and the failure shows in the partner, HNS = 0.
+    recs = [rec(d.id, d.label != "contradicting" and d.label != "hard_negative", d.evidence)
+            for d in DRAFTS]
+    m = TRACK.score(DS, recs, CAPS).metrics
+    assert m["balanced_accuracy"].value == 1.0
+    assert m["hard_negative_specificity"].value == 0.0
+    assert m["specificity"].value == pytest.approx(2 / 4)
+    assert m["balanced_accuracy"].counts == {"tp": 3, "n_pos": 3, "tn": 2, "n_neg": 2}
 
 
 def test_flag_everything_and_flag_nothing():

@@ -29,7 +29,7 @@ from typing import Any
 
 from twistbench.audit.metrics import TraceScores
 from twistbench.audit.traces import Gold, Lineage, TraceRun
-from twistbench.errors import InputError
+from twistbench.errors import InputError, decode_utf8, load_json, read_bytes
 from twistbench.stats import count_matrix, fleiss_kappa, majority, mean_pairwise_agreement
 
 LABELS: tuple[str, ...] = ("supports", "partial", "does_not_support")
@@ -114,16 +114,15 @@ def write_cases(path: str | Path, cases: Iterable[ContestedCase]) -> int:
 def read_cases(path: str | Path) -> list[ContestedCase]:
     path = Path(path)
     out: list[ContestedCase] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    lines = decode_utf8(read_bytes(path, "contested cases file"), str(path)).splitlines()
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        obj = load_json(line, str(path), f"line {lineno}",
+                        expected="a line written by write_cases")
         try:
-            out.append(ContestedCase(**json.loads(line)))
-        except (json.JSONDecodeError, TypeError) as exc:
+            out.append(ContestedCase(**obj))
+        except (TypeError, ValueError) as exc:
             raise InputError(str(path), f"not a contested case: {exc}", where=f"line {lineno}",
                              expected="a line written by write_cases") from exc
     return out
@@ -168,40 +167,56 @@ def read_labels(path: str | Path, known_cases: Iterable[str] | None = None) -> l
         fh = open(path, encoding="utf-8", newline="")
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    with fh:
+        try:
+            return _read_label_rows(path, fh, known)
+        except UnicodeDecodeError as exc:
+            raise InputError(str(path), f"not UTF-8 text ({exc.reason})",
+                             expected="a UTF-8 CSV file") from None
+        except csv.Error as exc:
+            raise InputError(str(path), f"not a readable CSV: {exc}",
+                             expected="a CSV with case_id, rater, label") from None
+
+
+# Long fields (a credited memory's text in a filled template) are data, not an attack.
+_CSV_FIELD_LIMIT = 64 * 1024 * 1024
+
+
+def _read_label_rows(path: Path, fh: Any, known: set[str] | None) -> list[Label]:
+    csv.field_size_limit(max(csv.field_size_limit(), _CSV_FIELD_LIMIT))
     out: list[Label] = []
     seen: set[tuple[str, str]] = set()
-    with fh:
-        reader = csv.DictReader(fh)
-        cols = set(reader.fieldnames or [])
-        missing = {"case_id", "rater", "label"} - cols
-        if missing:
-            raise InputError(str(path), f"missing column(s) {sorted(missing)}", where="line 1",
-                             expected="a header with case_id, rater, label")
-        for row in reader:
-            lineno = reader.line_num
-            where = f"line {lineno}"
-            case = (row.get("case_id") or "").strip()
-            rater = (row.get("rater") or "").strip()
-            label = (row.get("label") or "").strip().lower()
-            if not label:  # an unfilled template row (rater may be prefilled)
-                continue
-            if not case:
-                raise InputError(str(path), "empty case id", where=where, field="case_id",
-                                 expected="a case id from the contested cases file")
-            if known is not None and case not in known:
-                raise InputError(str(path), f"unknown case {case!r}", where=where,
-                                 field="case_id", expected="a case id from the cases file")
-            if not rater:
-                raise InputError(str(path), "empty rater", where=where, field="rater",
-                                 expected="the rater's name")
-            if label not in LABELS:
-                raise InputError(str(path), f"bad label {row.get('label')!r}", where=where,
-                                 field="label", expected=" | ".join(LABELS))
-            if (case, rater) in seen:
-                raise InputError(str(path), f"rater {rater!r} labels case {case!r} twice",
-                                 where=where, field="case_id", expected="one label per rater")
-            seen.add((case, rater))
-            out.append(Label(case, rater, label))
+    reader = csv.DictReader(fh)
+    cols = set(reader.fieldnames or [])
+    missing = {"case_id", "rater", "label"} - cols
+    if missing:
+        raise InputError(str(path), f"missing column(s) {sorted(missing)}", where="line 1",
+                         expected="a header with case_id, rater, label")
+    for row in reader:
+        lineno = reader.line_num
+        where = f"line {lineno}"
+        case = (row.get("case_id") or "").strip()
+        rater = (row.get("rater") or "").strip()
+        label = (row.get("label") or "").strip().lower()
+        if not label:  # an unfilled template row (rater may be prefilled)
+            continue
+        if not case:
+            raise InputError(str(path), "empty case id", where=where, field="case_id",
+                             expected="a case id from the contested cases file")
+        if known is not None and case not in known:
+            raise InputError(str(path), f"unknown case {case!r}", where=where,
+                             field="case_id", expected="a case id from the cases file")
+        if not rater:
+            raise InputError(str(path), "empty rater", where=where, field="rater",
+                             expected="the rater's name")
+        if label not in LABELS:
+            raise InputError(str(path), f"bad label {row.get('label')!r}", where=where,
+                             field="label", expected=" | ".join(LABELS))
+        if (case, rater) in seen:
+            raise InputError(str(path), f"rater {rater!r} labels case {case!r} twice",
+                             where=where, field="case_id", expected="one label per rater")
+        seen.add((case, rater))
+        out.append(Label(case, rater, label))
     return out
 
 

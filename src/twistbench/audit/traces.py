@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from twistbench.errors import InputError, pydantic_to_input_error
+from twistbench.errors import InputError, decode_utf8, load_json, pydantic_to_input_error
 from twistbench.model import GoldQuery, LineageRow
 
 # ---------------------------------------------------------------------------------------------
@@ -87,11 +87,12 @@ class Gold:
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text) for every non-blank line; InputError when the file can't be read."""
     try:
-        fh = open(path, encoding="utf-8")
+        fh = open(path, "rb")
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
     with fh:
-        for lineno, line in enumerate(fh, start=1):
+        for lineno, raw in enumerate(fh, start=1):
+            line = decode_utf8(raw, str(path), f"line {lineno}")
             if line.strip():
                 yield lineno, line
 
@@ -99,11 +100,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for every non-blank line; InputError on bad JSON or non-objects."""
     for lineno, line in _lines(path):
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), f"invalid JSON: {exc.msg}", where=f"line {lineno}",
-                             expected="one JSON object per line") from exc
+        obj = load_json(line, str(path), f"line {lineno}", expected="one JSON object per line")
         if not isinstance(obj, dict):
             raise InputError(str(path), "not a JSON object", where=f"line {lineno}",
                              expected="one JSON object per line")
@@ -145,6 +142,8 @@ def _sniff(path: Path) -> str:
                     return "jsonl" if line.lstrip().startswith("{") else "trec"
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError:
+        pass  # the reader names the line
     return "jsonl"
 
 

@@ -57,7 +57,8 @@ class TraceReport:
 
 def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: str | Path,
                  k: int = DEFAULT_K, timeout_s: float = 120.0,
-                 conversations: Sequence[str] | None = None) -> TraceReport:
+                 conversations: Sequence[str] | None = None,
+                 redactor: Redactor | None = None) -> TraceReport:
     """Trace `system` on `dataset` and write traces, lineage, gold and a manifest to out_dir.
 
     system: any MemorySystem whose capabilities declare retrieve and lineage (else InputError:
@@ -94,7 +95,10 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     out.mkdir(parents=True, exist_ok=True)
     report = TraceReport(str(out), system.name, f"{corpus.name} {corpus.version}", k)
     report.skipped = len(skipped)
-    guarded = GuardedSystem(system, timeout_s)
+    # Secrets of the system's options (the CLI's -S) and config: scrubbed from error lines too.
+    raw_config = _config_of(system)
+    secrets = (redactor or Redactor({})).extended(raw_config)
+    guarded = GuardedSystem(system, timeout_s, redactor=secrets)
     lineage_rows: list[LineageRow] = []
     gold_rows: list[GoldQuery] = []
     t0 = time.perf_counter()
@@ -152,8 +156,7 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     write_lineage_jsonl(out / "lineage.jsonl", lineage_rows)
     write_gold_jsonl(out / "gold.jsonl", gold_rows)
     report.seconds = round(time.perf_counter() - t0, 3)
-    raw_config = system.config() if hasattr(system, "config") else {}
-    config = Redactor(raw_config).config(raw_config)  # never write a secret option
+    config = secrets.config(raw_config)  # never write a secret option
     manifest = {"report": report.as_dict(), "system_config": config,
                 "capabilities": caps.as_dict(), "dataset": {"name": corpus.name,
                                                             "version": corpus.version,
@@ -162,6 +165,13 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
     (out / "trace_manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True,
                                                         default=str) + "\n", encoding="utf-8")
     return report
+
+
+def _config_of(system: MemorySystem) -> dict[str, Any]:
+    try:
+        return dict(system.config()) if callable(getattr(system, "config", None)) else {}
+    except Exception:  # noqa: BLE001 - a broken config() must not stop the trace
+        return {}
 
 
 def export_corpus(corpus: AuditCorpus, out_dir: str | Path) -> dict[str, str]:

@@ -28,14 +28,13 @@ Mapping:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.errors import InputError
+from twistbench.errors import InputError, load_json, read_bytes
 from twistbench.model import AuditCorpus, Conversation, Event, GoldQuery
 
 QUESTIONS = Path("probing_questions") / "probing_questions.json"
@@ -173,13 +172,7 @@ def load_beam(path: str | Path, tier: str | None = None) -> AuditCorpus:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"invalid JSON: {exc.msg}", where=f"line {exc.lineno}",
-                         expected="JSON") from exc
+    return load_json(read_bytes(path, "BEAM file"), str(path), expected="JSON")
 
 
 def _conversation(path: Path, cid: str,

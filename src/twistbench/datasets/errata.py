@@ -20,7 +20,6 @@ different errors.json is refused under that name.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 from twistbench.datasets.keyfile import sha256_bytes, sha256_file
 from twistbench.datasets.paths import LOCOMO_AUDIT_ERRATA, shared_data_dir
 from twistbench.datasets.versions import Change, apply_changes
-from twistbench.errors import InputError
+from twistbench.errors import InputError, load_json, read_bytes
 from twistbench.model import Dataset, QAItem
 
 ERRATA_NAME = "locomo-audit"
@@ -109,11 +108,9 @@ def resolve_errata_path(errata: str | Path, locomo_path: str | Path | None = Non
 def read_errata(path: str | Path) -> tuple[list[dict[str, Any]], str, str]:
     """Return (entries, version id, sha256); InputError names the entry and field on bad input."""
     path = Path(path)
-    digest = sha256_file(path)
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(str(path), f"cannot read errata: {exc}", expected="a JSON list") from exc
+    data = read_bytes(path, "errata file")
+    digest = sha256_bytes(data)
+    entries = load_json(data, str(path), expected="a JSON list")
     if not isinstance(entries, list):
         raise InputError(str(path), "top level is not a list", expected="a JSON list of entries")
     for i, e in enumerate(entries):

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from twistbench.errors import InputError
+from twistbench.errors import InputError, decode_utf8, load_json, read_bytes
 
 KEY_FORMAT = "twist-key/1"
 
@@ -70,25 +70,27 @@ def write_key(path: str | Path, name: str, version: str, payload: dict[str, Any]
 def read_key(path: str | Path, *, check_sha: bool = True) -> tuple[dict[str, Any], str]:
     """Return (document, sha256). Refuses a file whose .sha256 companion disagrees."""
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read key file: {exc.strerror}") from exc
+    data = read_bytes(path, "key file")
     digest = sha256_bytes(data)
     side = path.with_name(path.name + ".sha256")
-    if check_sha and side.exists():
-        want = side.read_text().split()[0] if side.read_text().strip() else ""
+    if check_sha and side.is_file():
+        text = decode_utf8(read_bytes(side, "sha256 file"), str(side)).split()
+        want = text[0] if text else ""
         if want != digest:
             raise InputError(str(path), f"sha256 is {digest}, but {side.name} says {want!r}",
                              expected="the key file exactly as released")
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(str(path), f"not valid JSON: {exc}") from exc
+    doc = load_json(data, str(path), expected="a twistbench key (JSON)")
     if not isinstance(doc, dict) or doc.get("format") != KEY_FORMAT:
         raise InputError(str(path), "not a twistbench key", field="format",
                          expected=f"{KEY_FORMAT!r}")
     for fld in ("name", "version", "payload"):
         if fld not in doc:
             raise InputError(str(path), "missing", field=fld, expected="a value")
+    for fld in ("name", "version"):
+        if not isinstance(doc[fld], str):
+            raise InputError(str(path), f"is a {type(doc[fld]).__name__}", field=fld,
+                             expected="a string")
+    if not isinstance(doc["payload"], dict):
+        raise InputError(str(path), f"is a {type(doc['payload']).__name__}", field="payload",
+                         expected="a JSON object (the dataset)")
     return doc, digest

@@ -23,7 +23,6 @@ Known defects are handled without crashing and listed in LocomoReport (see SOURC
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,9 +30,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from twistbench.datasets.errata import overlay_errata
 from twistbench.datasets.keyfile import sha256_bytes
-from twistbench.errors import InputError
+from twistbench.errors import InputError, load_json, pydantic_to_input_error, read_bytes
 from twistbench.model import Conversation, Dataset, Event, QAItem
 
 # sha256 of locomo10.json as released (snap-research/locomo, blob d95b8724...).
@@ -190,23 +191,19 @@ def load_locomo(path: str | Path) -> LocomoCorpus:
     it is reported (LocomoReport.matches_release False) so the caller can warn.
     """
     path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read the LoCoMo file: {exc.strerror}",
-                         expected="the path of locomo10.json") from exc
+    data = read_bytes(path, "LoCoMo file")
     digest = sha256_bytes(data)
-    try:
-        samples = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputError(str(path), f"not valid JSON: {exc}", expected="locomo10.json") from exc
+    samples = load_json(data, str(path), expected="locomo10.json")
     if not isinstance(samples, list):
         raise InputError(str(path), "top level is not a list", expected="a JSON list of samples")
+    if not samples:
+        raise InputError(str(path), "no samples", expected="a JSON list of LoCoMo samples")
     report = LocomoReport(sha256=digest, matches_release=digest == LOCOMO_RELEASE_SHA256)
     convs: list[Conversation] = []
     qa: list[QAItem] = []
     side: dict[str, dict[str, Any]] = {}
     cats: Counter[int] = Counter()
+    first_at: dict[str, int] = {}
     for ci, sample in enumerate(samples):
         where = f"sample [{ci}]"
         if not isinstance(sample, dict):
@@ -214,7 +211,18 @@ def load_locomo(path: str | Path) -> LocomoCorpus:
         for fld in ("sample_id", "conversation", "qa"):
             if fld not in sample:
                 raise InputError(str(path), "missing", where=where, field=fld, expected="a value")
-        cid = str(sample["sample_id"])
+        cid = sample["sample_id"]
+        if not isinstance(cid, (str, int)) or isinstance(cid, bool) or not str(cid).strip():
+            raise InputError(str(path), f"is {cid!r}", where=where, field="sample_id",
+                             expected="a non-empty conversation id like 'conv-26'")
+        cid = str(cid)
+        if cid in first_at:
+            raise InputError(str(path), f"sample_id {cid!r} repeats sample [{first_at[cid]}]",
+                             where=where, field="sample_id", expected="unique sample ids")
+        first_at[cid] = ci
+        if not isinstance(sample["qa"], list):
+            raise InputError(str(path), f"is a {type(sample['qa']).__name__}",
+                             where=f"{where} ({cid})", field="qa", expected="a list of questions")
         conv, sessions = _conversation(path, cid, ci, sample["conversation"], report)
         convs.append(conv)
         report.sessions += sessions
@@ -253,6 +261,7 @@ def _conversation(path: Path, cid: str, ci: int, raw: Any, report: LocomoReport
                                          f"session_{n}_date_time is set but session_{n} is absent"))
     events: list[Event] = []
     dates: dict[int, str] = {}
+    seen_turns: dict[str, str] = {}
     used = 0
     for n in session_nums:
         turns = raw[f"session_{n}"]
@@ -272,23 +281,43 @@ def _conversation(path: Path, cid: str, ci: int, raw: Any, report: LocomoReport
         dates[n] = str(date_text)
         used += 1
         for ti, turn in enumerate(turns):
-            try:
-                tid = str(turn["dia_id"])
-                speaker = str(turn["speaker"])
-            except (KeyError, TypeError) as exc:
-                raise InputError(str(path), "turn lacks dia_id or speaker",
-                                 where=f"{cid} session_{n}[{ti}]",
-                                 expected="dia_id, speaker, text") from exc
+            where = f"{cid} session_{n}[{ti}]"
+            if not isinstance(turn, dict):
+                raise InputError(str(path), "not an object", where=where,
+                                 expected="a turn with dia_id, speaker, text")
+            for fld in ("dia_id", "speaker"):
+                value = turn.get(fld)
+                if not isinstance(value, (str, int)) or isinstance(value, bool) or \
+                        not str(value).strip():
+                    raise InputError(str(path), "missing or empty", where=where, field=fld,
+                                     expected="a non-empty string")
+            tid = str(turn["dia_id"])
+            speaker = str(turn["speaker"])
+            if tid in seen_turns:
+                raise InputError(str(path), f"dia_id {tid!r} repeats {seen_turns[tid]}",
+                                 where=where, field="dia_id",
+                                 expected="turn ids unique within the conversation")
+            seen_turns[tid] = f"session_{n}[{ti}]"
             meta: dict[str, Any] = {"date_text": str(date_text)}
             for k in ("blip_caption", "img_url", "query", "re-download"):
                 if k in turn:
                     meta[k] = turn[k]
-            events.append(Event(id=tid, conversation=cid, session=n,
-                                timestamp=turn_timestamp(base, ti), speaker=speaker, channel="chat",
-                                text=ingested_text(turn), meta=meta))
-    conv = Conversation(id=cid, speakers=speakers, events=events,
-                        meta={"source": "locomo10",
-                              "session_dates": {str(k): v for k, v in dates.items()}})
+            try:
+                events.append(Event(id=tid, conversation=cid, session=n,
+                                    timestamp=turn_timestamp(base, ti), speaker=speaker,
+                                    channel="chat", text=ingested_text(turn), meta=meta))
+            except ValidationError as exc:
+                raise pydantic_to_input_error(str(path), where, exc) from None
+    if not events:
+        raise InputError(str(path), "no session with turns", where=f"sample [{ci}] ({cid})",
+                         field="conversation", expected="session_<n> lists of turns, each with "
+                         "a session_<n>_date_time")
+    try:
+        conv = Conversation(id=cid, speakers=speakers, events=events,
+                            meta={"source": "locomo10",
+                                  "session_dates": {str(k): v for k, v in dates.items()}})
+    except ValidationError as exc:
+        raise pydantic_to_input_error(str(path), f"sample [{ci}] ({cid})", exc) from None
     return conv, used
 
 
@@ -299,7 +328,7 @@ def _qa_item(path: Path, cid: str, ci: int, qi: int, q: Any, known: set[str],
         raise InputError(str(path), "QA entry lacks question or category", where=f"{cid} {where}",
                          expected="question, answer, evidence, category")
     cat = q["category"]
-    if cat not in CATEGORY_NAMES:
+    if not isinstance(cat, int) or isinstance(cat, bool) or cat not in CATEGORY_NAMES:
         raise InputError(str(path), f"unknown category {cat!r}", where=f"{cid} {where}",
                          field="category", expected="1-5")
     answer = q.get("answer")
@@ -316,6 +345,9 @@ def _qa_item(path: Path, cid: str, ci: int, qi: int, q: Any, known: set[str],
         answer = str(answer)
     evidence: list[str] = []
     raw_ev = q.get("evidence") or []
+    if not isinstance(raw_ev, list):
+        raise InputError(str(path), f"is a {type(raw_ev).__name__}", where=f"{cid} {where}",
+                         field="evidence", expected="a list of turn ids")
     if not raw_ev:
         report.defects.append(Defect("empty_evidence", cid, where, "no evidence ids"))
     for raw in raw_ev:
@@ -325,10 +357,13 @@ def _qa_item(path: Path, cid: str, ci: int, qi: int, q: Any, known: set[str],
             report.defects.append(Defect(kind, cid, where, f"{piece!r} {what}"))
         evidence.extend(e for e in kept if e not in evidence)
     adv = q.get("adversarial_answer")
-    return QAItem(id=f"{cid}:qa{qi}", conversation=cid, question=str(q["question"]),
-                  answer=answer, category=int(cat), evidence=evidence,
-                  adversarial_answer=None if adv is None else str(adv),
-                  meta={"audit_id": f"locomo_{ci}_qa{qi}"})
+    try:
+        return QAItem(id=f"{cid}:qa{qi}", conversation=cid, question=str(q["question"]),
+                      answer=answer, category=int(cat), evidence=evidence,
+                      adversarial_answer=None if adv is None else str(adv),
+                      meta={"audit_id": f"locomo_{ci}_qa{qi}"})
+    except ValidationError as exc:
+        raise pydantic_to_input_error(str(path), f"{cid} {where}", exc) from None
 
 
 def locomo_dataset(path: str | Path, errata: str | None = None) -> Dataset:

@@ -23,12 +23,13 @@ Mapping:
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from twistbench.errors import InputError
+from pydantic import ValidationError
+
+from twistbench.errors import InputError, load_json, pydantic_to_input_error, read_bytes
 from twistbench.model import AuditCorpus, Conversation, Event, GoldQuery
 
 DATE_FORMAT = "%Y/%m/%d (%a) %H:%M"
@@ -55,13 +56,8 @@ def load_longmemeval(path: str | Path, granularity: str = "turn",
     if granularity not in GRANULARITIES:
         raise InputError(str(path), f"granularity {granularity!r}", field="granularity",
                          expected=" | ".join(GRANULARITIES))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(str(path), f"invalid JSON: {exc.msg}", where=f"line {exc.lineno}",
-                         expected="the LongMemEval JSON list") from exc
+    data = load_json(read_bytes(path, "LongMemEval file"), str(path),
+                     expected="the LongMemEval JSON list")
     if not isinstance(data, list):
         raise InputError(str(path), "top level is not a list", expected="a list of instances")
     convs: list[Conversation] = []
@@ -71,34 +67,45 @@ def load_longmemeval(path: str | Path, granularity: str = "turn",
     seen: set[str] = set()
     for i, inst in enumerate(data[:limit] if limit else data):
         where = f"instance {i}"
-        if not isinstance(inst, dict):
-            raise InputError(str(path), "not an object", where=where, expected="an instance")
-        qid = _str(path, inst, "question_id", where)
-        where = f"instance {i} ({qid})"
-        if qid in seen:
-            raise InputError(str(path), f"question_id {qid!r} repeated", where=where,
-                             field="question_id", expected="unique question ids")
-        seen.add(qid)
-        conv, anchors_turn, anchors_session = _conversation(path, inst, qid, where, defects)
-        convs.append(conv)
-        qtype = str(inst.get("question_type", ""))
-        if qid.endswith("_abs"):
-            skipped.append({"query_id": qid, "conversation": qid,
-                            "reason": "abstention question (no evidence location)"})
-            continue
-        anchors = anchors_turn if granularity == "turn" else anchors_session
-        if not anchors:
-            skipped.append({"query_id": qid, "conversation": qid,
-                            "reason": f"no {granularity}-level evidence"})
-            continue
-        texts = {e.id: e.text for e in conv.events}
-        queries.append(GoldQuery(
-            query_id=qid, conversation=qid, anchors=anchors, category=qtype,
-            question=_str(path, inst, "question", where), answer=str(inst.get("answer", "")),
-            anchor_texts={a: texts[a] for a in anchors}))
+        try:
+            _instance(path, inst, i, granularity, seen, convs, queries, skipped, defects)
+        except ValidationError as exc:
+            raise pydantic_to_input_error(str(path), where, exc) from None
     meta = {"granularity": granularity, "instances": len(convs), "defects": defects,
             "source": str(path)}
     return AuditCorpus("longmemeval", path.stem, convs, queries, skipped, meta)
+
+
+def _instance(path: Path, inst: Any, i: int, granularity: str, seen: set[str],
+              convs: list[Conversation], queries: list[GoldQuery],
+              skipped: list[dict[str, str]], defects: list[dict[str, str]]) -> None:
+    """One instance into a conversation and (unless skipped) a query."""
+    where = f"instance {i}"
+    if not isinstance(inst, dict):
+        raise InputError(str(path), "not an object", where=where, expected="an instance")
+    qid = _str(path, inst, "question_id", where)
+    where = f"instance {i} ({qid})"
+    if qid in seen:
+        raise InputError(str(path), f"question_id {qid!r} repeated", where=where,
+                         field="question_id", expected="unique question ids")
+    seen.add(qid)
+    conv, anchors_turn, anchors_session = _conversation(path, inst, qid, where, defects)
+    convs.append(conv)
+    qtype = str(inst.get("question_type", ""))
+    if qid.endswith("_abs"):
+        skipped.append({"query_id": qid, "conversation": qid,
+                        "reason": "abstention question (no evidence location)"})
+        return
+    anchors = anchors_turn if granularity == "turn" else anchors_session
+    if not anchors:
+        skipped.append({"query_id": qid, "conversation": qid,
+                        "reason": f"no {granularity}-level evidence"})
+        return
+    texts = {e.id: e.text for e in conv.events}
+    queries.append(GoldQuery(
+        query_id=qid, conversation=qid, anchors=anchors, category=qtype,
+        question=_str(path, inst, "question", where), answer=str(inst.get("answer", "")),
+        anchor_texts={a: texts[a] for a in anchors}))
 
 
 def _str(path: Path, inst: dict[str, Any], key: str, where: str) -> str:
@@ -118,7 +125,15 @@ def _conversation(path: Path, inst: dict[str, Any], qid: str, where: str,
         raise InputError(str(path), "haystack_session_ids and haystack_sessions must be lists "
                          "of the same length", where=where, field="haystack_sessions",
                          expected="one session id per session")
-    answer_sessions = set(inst.get("answer_session_ids") or [])
+    answers = inst.get("answer_session_ids") or []
+    if not isinstance(answers, list) or not all(
+            isinstance(a, (str, int)) and not isinstance(a, bool) for a in answers):
+        raise InputError(str(path), "not a list of session ids", where=where,
+                         field="answer_session_ids", expected="a list of session ids")
+    if not isinstance(dates, list):
+        raise InputError(str(path), f"is a {type(dates).__name__}", where=where,
+                         field="haystack_dates", expected="a list of dates")
+    answer_sessions = {str(a) for a in answers}
     events: list[Event] = []
     anchors_turn: list[str] = []
     anchors_session: list[str] = []

@@ -9,13 +9,20 @@ history_turns go to Draft.meta.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from twistbench.datasets.keyfile import sha256_file
 from twistbench.datasets.locomo import load_locomo
-from twistbench.errors import InputError
+from twistbench.errors import (
+    InputError,
+    decode_utf8,
+    load_json,
+    pydantic_to_input_error,
+    read_bytes,
+)
 from twistbench.model import Dataset, Draft
 
 TWIST_B_V1_SHA256 = "a824a7834586ecb163e2f227766435fe8575834c5e6be342acfa47dd842a11d6"
@@ -26,22 +33,14 @@ _REQUIRED = ("id", "conv", "type", "draft")
 def read_twist_b(key_path: str | Path) -> list[Draft]:
     """Drafts of a Track B jsonl key; InputError names the line and field of a malformed line."""
     key_path = Path(key_path)
-    try:
-        lines = key_path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(key_path), f"cannot read the Track B key: {exc}",
-                         expected="a UTF-8 JSON-lines file") from exc
+    lines = decode_utf8(read_bytes(key_path, "Track B key"), str(key_path)).splitlines()
     drafts: list[Draft] = []
     seen: set[str] = set()
     for n, line in enumerate(lines, 1):
         if not line.strip():
             continue
         where = f"line {n}"
-        try:
-            row: Any = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(key_path), f"not valid JSON: {exc.msg}", where=where,
-                             expected="one JSON object per line") from exc
+        row: Any = load_json(line, str(key_path), where, expected="one JSON object per line")
         if not isinstance(row, dict):
             raise InputError(str(key_path), "not an object", where=where, expected="a JSON object")
         for fld in _REQUIRED:
@@ -60,10 +59,14 @@ def read_twist_b(key_path: str | Path) -> list[Draft]:
                              expected="unique ids")
         seen.add(row["id"])
         meta = {k: row[k] for k in ("contradicted_quote", "history_turns") if k in row}
-        drafts.append(Draft(id=row["id"], conversation=row["conv"], label=row["type"],
-                            family=str(row.get("family", "")), speaker=str(row.get("speaker", "")),
-                            text=row["draft"], evidence=list(ev),
-                            rationale=str(row.get("rationale", "")), meta=meta))
+        try:
+            drafts.append(Draft(id=row["id"], conversation=row["conv"], label=row["type"],
+                                family=str(row.get("family", "")),
+                                speaker=str(row.get("speaker", "")), text=row["draft"],
+                                evidence=list(ev), rationale=str(row.get("rationale", "")),
+                                meta=meta))
+        except ValidationError as exc:
+            raise pydantic_to_input_error(str(key_path), where, exc) from None
     if not drafts:
         raise InputError(str(key_path), "no drafts", expected="at least one JSON line")
     return drafts

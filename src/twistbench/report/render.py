@@ -14,6 +14,7 @@ from typing import Any
 from rich.table import Table
 
 from twistbench.report.profile import COLUMNS, Cell, PairedMetric, Profile
+from twistbench.sanitize import plain
 from twistbench.stats import Metric
 
 
@@ -184,5 +185,5 @@ def console_table(profile: Profile) -> Any:
                 text += f"\n[bold red]{cell.errors} errors[/]" + (
                     f", {cell.missing} missing" if cell.missing else "")
             cells.append(text)
-        table.add_row(row.system, *cells)
+        table.add_row(plain(row.system), *cells)  # a system's name is text, never markup
     return table

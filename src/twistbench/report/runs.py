@@ -23,6 +23,7 @@ from twistbench.model import Dataset
 from twistbench.records import ItemRecord, read_manifest, read_records
 from twistbench.report.profile import Profile, ProfileEntry, group_by_key
 from twistbench.report.render import console_table, profile_json, render_profile_markdown
+from twistbench.sanitize import plain
 from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
 from twistbench.tracks.b_alignment import score_predictions, write_predictions
 from twistbench.tracks.base import TrackResult
@@ -83,7 +84,8 @@ def score_folder(folder: str | Path, dataset: Dataset | None = None,
     plan: dict[str, str] = manifest.get("tracks") or {}
     ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
     judge = make_judge((manifest.get("judge") or {}).get("name") or DEFAULT_JUDGE)
-    scores = score_run(dataset, records, caps, keys=ran, judge=judge)
+    scores = score_run(dataset, records, caps, keys=ran, judge=judge,
+                       source=str(folder / "items.jsonl"))
     for k in TRACK_ORDER:
         if k not in ran:
             reason = plan.get(k, "not run")
@@ -115,8 +117,8 @@ class RunsReport:
             for row in profile.rows:
                 for col, cell in row.cells.items():
                     if cell.status == "n/a" and cell.reason:
-                        console.print(f"  [dim]{row.system} · {col}: N/A — {cell.reason}[/]",
-                                      highlight=False)
+                        console.print(f"  [dim]{plain(row.system)} · {col}: N/A — "
+                                      f"{plain(cell.reason)}[/]", highlight=False)
 
 
 def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:

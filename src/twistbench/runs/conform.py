@@ -13,6 +13,7 @@ from twistbench.contract import Capabilities, MemorySystem
 from twistbench.datasets.demo import demo_dataset
 from twistbench.records import SystemCallError
 from twistbench.runs.guard import GuardedSystem
+from twistbench.sanitize import Redactor, type_name
 
 _CONTRACT_CALLS = ("reset", "ingest", "flag_tensions", "recall", "check_alignment", "resolve",
                    "retrieve", "lineage")
@@ -25,22 +26,38 @@ class CheckResult:
     detail: str = ""
 
 
-def check_conformance(system: MemorySystem, timeout_s: float = 30.0) -> list[CheckResult]:
+def _attr(obj: object, name: str) -> object:
+    """getattr that treats a raising property as absent (a plug-in's attribute may raise)."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def check_conformance(system: MemorySystem, timeout_s: float = 30.0,
+                      redactor: Redactor | None = None) -> list[CheckResult]:
+    """Every check with its result. Details are redacted (a system may echo its API key)."""
+    redactor = redactor or Redactor({})
+    out = _checks(system, timeout_s, redactor)
+    return [CheckResult(r.check, r.status, redactor.cut(r.detail, 500)) for r in out]
+
+
+def _checks(system: MemorySystem, timeout_s: float, redactor: Redactor) -> list[CheckResult]:
     out: list[CheckResult] = []
-    missing = [c for c in _CONTRACT_CALLS if not callable(getattr(system, c, None))]
+    missing = [c for c in _CONTRACT_CALLS if not callable(_attr(system, c))]
     out.append(CheckResult("has every contract method", "fail" if missing else "pass",
                            f"missing: {', '.join(missing)}" if missing else ""))
-    caps = getattr(system, "capabilities", None)
+    caps = _attr(system, "capabilities")
     if not isinstance(caps, Capabilities):
         out.append(CheckResult("declares capabilities", "fail",
-                               f"capabilities is {type(caps).__name__}, expected Capabilities"))
+                               f"capabilities is {type_name(caps)}, expected Capabilities"))
         return out
     out.append(CheckResult("declares capabilities", "pass",
                            ", ".join(k for k, v in caps.as_dict().items() if v) or "none"))
     if missing:
         return out
 
-    guarded = GuardedSystem(system, timeout_s)
+    guarded = GuardedSystem(system, timeout_s, redactor=redactor)
     dataset = demo_dataset()
     for conv in dataset.conversations:
         known = set(conv.event_index())
@@ -71,6 +88,7 @@ def check_conformance(system: MemorySystem, timeout_s: float = 30.0) -> list[Che
                   lambda hits: None if len(hits) <= 5 else f"returned {len(hits)} > k=5 ids")
         _optional(out, caps.lineage, f"lineage {tag}", lambda: guarded.lineage(),
                   lambda recs: ids_known([s for r in recs for s in r.sources]))
+    guarded.close()
     if caps.resolve:
         out.append(CheckResult("resolve", "pass", "declared; exercised by Track C "
                                "post-resolution queries"))

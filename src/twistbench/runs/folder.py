@@ -9,50 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from pathlib import Path
 from typing import Any
 
 from twistbench.datasets.keyfile import atomic_write_bytes
-from twistbench.records import ITEMS, MANIFEST, ItemRecord, iter_records, read_manifest
+from twistbench.records import ITEMS, MANIFEST, ItemRecord, read_manifest, read_records
+from twistbench.sanitize import REDACTED, Redactor
 
-_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|passw(or)?d|auth|credential|bearer|private)",
-                          re.IGNORECASE)
-REDACTED = "***redacted***"
-
-
-class Redactor:
-    """Scrubs secrets from everything written into a run folder.
-
-    Secrets are option values whose name looks secret (api_key, token, password, ...) and the
-    values of environment variables with such names. Redaction by value, not only by field, so
-    a secret echoed back inside a system's answer is scrubbed too.
-    """
-
-    def __init__(self, options: dict[str, Any] | None = None,
-                 environ: dict[str, str] | None = None):
-        env = os.environ if environ is None else environ
-        values = {str(v) for k, v in (options or {}).items() if _SECRET_NAME.search(k) and v}
-        values |= {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= 6}
-        # Longest first so a secret containing another is replaced whole.
-        self.secrets = sorted((s for s in values if len(s) >= 4), key=len, reverse=True)
-
-    def config(self, cfg: Any) -> Any:
-        """Redact by field name and by value, recursively."""
-        if isinstance(cfg, dict):
-            return {k: (REDACTED if _SECRET_NAME.search(str(k)) and v not in (None, "")
-                        else self.config(v)) for k, v in cfg.items()}
-        if isinstance(cfg, (list, tuple)):
-            return [self.config(v) for v in cfg]
-        if isinstance(cfg, str):
-            return self.text(cfg)
-        return cfg
-
-    def text(self, s: str) -> str:
-        for secret in self.secrets:
-            if secret in s:
-                s = s.replace(secret, REDACTED)
-        return s
+__all__ = ["REDACTED", "Redactor", "RunFolder", "json_safe", "write_all"]
 
 
 class RunFolder:
@@ -78,7 +42,9 @@ class RunFolder:
 
     def write_manifest(self, manifest: dict[str, Any]) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
-        text = json.dumps(self.redactor.config(manifest), indent=2, sort_keys=True, default=str)
+        # Redacted as a structure, string by string, never as serialized text: replacing inside
+        # JSON text could cut into a number or a quote and corrupt the file.
+        text = json.dumps(self.redactor.config(json_safe(manifest)), indent=2, sort_keys=True)
         atomic_write_bytes(self.manifest_path, (text + "\n").encode("utf-8"))
 
     # -- items --------------------------------------------------------------------------------
@@ -112,22 +78,48 @@ class RunFolder:
             return size - cut
 
     def append(self, record: ItemRecord) -> None:
-        line = json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False)
-        data = (self.redactor.text(line) + "\n").encode("utf-8")
+        line = json.dumps(self.redactor.values(record.model_dump(mode="json")), sort_keys=True,
+                          ensure_ascii=False)
+        data = (line + "\n").encode("utf-8")
         self.path.mkdir(parents=True, exist_ok=True)
-        # One write() on an O_APPEND descriptor: the line lands whole or (killed mid-call) torn at
-        # the end, which repair_tail() removes.
+        # An O_APPEND descriptor: a kill mid-write leaves the line torn at the end, which
+        # repair_tail() removes. A short write is continued until the line is whole; a write
+        # that makes no progress is an OSError (a full disk), never a silently torn line that a
+        # later append would bury in the middle of the file.
         fd = os.open(self.items_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            os.write(fd, data)
+            write_all(fd, data)
         finally:
             os.close(fd)
 
     def records(self) -> list[ItemRecord]:
-        return list(iter_records(self.items_path))
+        """The folder's records; InputError for a damaged line or a duplicated item id."""
+        return read_records(self.path)
 
     def clear(self) -> None:
         for name in (ITEMS, MANIFEST):
             p = self.path / name
             if p.exists():
                 p.unlink()
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until every byte is written; OSError if a write makes no progress."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        if n <= 0:
+            raise OSError(f"write made no progress ({len(view)} of {len(data)} bytes left)")
+        view = view[n:]
+
+
+def json_safe(obj: Any) -> Any:
+    """A JSON-like structure with every non-JSON value as its text (before redaction, so that
+    text is redacted too)."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if obj is None or isinstance(obj, (bool, int, float, str)):
+        return obj
+    return str(obj)

@@ -1,25 +1,30 @@
-"""Every call into a system under test goes through here: a timeout, and output validation.
+"""Every call into a system under test goes through here: a timeout, copied inputs, a size cap
+and output validation.
 
 A call that raises, runs past the timeout, or returns something that does not validate becomes a
-SystemCallError; the runner records it as the item's error. Calls run on one worker thread per
-system so a system never sees two calls at once. When a call times out, that worker is abandoned
-(a Python thread cannot be killed) and a fresh one serves the next call; the abandoned call may
-still finish in the background, which is why a timed-out system is suspect for the rest of its
-conversation and the error is recorded, never retried.
+SystemCallError; the runner records it as the item's error. Nothing a system does can end the
+run: an exception whose __str__ raises, a Mapping whose access raises, a model_dump that raises,
+an output that is not JSON all become errors of that item. Where calls run, and what a timeout
+does, is the executor's business (runs/isolation.py); the runner restores a conversation after a
+timeout (runs/drive.py).
+
+Inputs are copies: a system that mutates the events it is given changes its own copy, never the
+dataset the next system sees. Outputs are validated, then converted to plain data through JSON,
+so no object of the system's survives past this module; an output whose JSON is larger than
+`max_output_bytes` is an error (invalid_output) and is not stored.
 """
 
 from __future__ import annotations
 
-import queue
-import threading
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from twistbench.contract import Capabilities, MemorySystem
 from twistbench.model import (
     Answer,
+    Dataset,
     Event,
     IngestResult,
     LineageRecord,
@@ -28,118 +33,176 @@ from twistbench.model import (
     Verdict,
 )
 from twistbench.records import SystemCallError
+from twistbench.runs.isolation import (
+    CallFailed,
+    CallTimedOut,
+    OutputTooLarge,
+    ProcessExecutor,
+    SystemFactory,
+    ThreadExecutor,
+)
+from twistbench.sanitize import Redactor, safe_str, type_name
 
-T = TypeVar("T")
+MAX_MESSAGE = 2000  # characters of an error message kept (after redaction)
+DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
 
 _TENSIONS = TypeAdapter(list[Tension])
 _SCORED = TypeAdapter(list[ScoredMemory])
 _LINEAGE = TypeAdapter(list[LineageRecord])
+_ADAPTERS: dict[type, TypeAdapter] = {m: TypeAdapter(m) for m in (IngestResult, Answer, Verdict)}
 
-
-class _Worker:
-    """One daemon thread that runs calls in order; daemon so a hung call never blocks exit."""
-
-    def __init__(self) -> None:
-        self.jobs: queue.Queue[tuple[Callable[[], Any], queue.Queue[tuple[bool, Any]]]] = (
-            queue.Queue())
-        self.thread = threading.Thread(target=self._loop, daemon=True, name="twist-system-call")
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            fn, reply = self.jobs.get()
-            try:
-                reply.put((True, fn()))
-            except BaseException as exc:  # noqa: BLE001 - any failure of the system is data
-                reply.put((False, exc))
+Executor = ThreadExecutor | ProcessExecutor
 
 
 class GuardedSystem:
-    """Wraps a MemorySystem; the only object tracks ever call."""
+    """Wraps a MemorySystem (or an executor holding one); the only object tracks ever call.
 
-    def __init__(self, system: MemorySystem, timeout_s: float):
-        self.system = system
+    timeout_s: the default per-call limit. factory: builds a fresh instance after a timeout
+    (thread executor). redactor: scrubs secrets from error messages before they are cut.
+    max_output_bytes: the largest output (as JSON) that is accepted and stored."""
+
+    def __init__(self, system: MemorySystem | Executor, timeout_s: float, *,
+                 factory: SystemFactory | None = None, redactor: Redactor | None = None,
+                 max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES):
+        if isinstance(system, (ThreadExecutor, ProcessExecutor)):
+            self.executor: Executor = system
+        else:
+            self.executor = ThreadExecutor(system, factory)
         self.timeout_s = timeout_s
-        self.capabilities: Capabilities = system.capabilities
-        self._worker = _Worker()
+        self.redactor = redactor or Redactor({}, {})
+        self.max_output_bytes = max_output_bytes
         self.calls = 0
+        self.timeouts = 0
+        self._setup: list[tuple[str, tuple[Any, ...], float]] = []
 
-    def _call(self, name: str, fn: Callable[[], Any], timeout_s: float | None = None) -> Any:
+    @property
+    def name(self) -> str:
+        return self.executor.name
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.executor.capabilities
+
+    def config(self) -> dict[str, Any]:
+        return self.executor.config()
+
+    def _message(self, text: str) -> str:
+        return self.redactor.cut(text, MAX_MESSAGE)
+
+    def _call(self, name: str, args: tuple[Any, ...], timeout_s: float | None = None) -> Any:
         self.calls += 1
-        reply: queue.Queue[tuple[bool, Any]] = queue.Queue(maxsize=1)
-        self._worker.jobs.put((fn, reply))
         limit = self.timeout_s if timeout_s is None else timeout_s
         try:
-            ok, value = reply.get(timeout=limit)
-        except queue.Empty:
-            self._worker = _Worker()  # abandon the stuck thread
+            return self.executor.call(name, args, limit)
+        except CallTimedOut:
+            self.timeouts += 1
             raise SystemCallError("timeout", name, f"no answer within {limit:g} s") from None
-        if not ok:
-            exc = value
-            raise SystemCallError("exception", name, f"{type(exc).__name__}: {exc}") from exc
-        return value
+        except CallFailed as exc:
+            raise SystemCallError("exception", name,
+                                  self._message(f"{exc.type_name}: {exc.message}")) from None
+        except OutputTooLarge as exc:
+            raise SystemCallError("invalid_output", name, self._too_large(exc.size)) from None
+        except SystemCallError as exc:
+            raise SystemCallError(exc.kind, exc.call, self._message(exc.message)) from None
 
-    @staticmethod
-    def _validate(name: str, value: Any, validate: Callable[[Any], T]) -> T:
+    def _too_large(self, size: int) -> str:
+        return (f"output of {size:,} bytes is over the limit of {self.max_output_bytes:,} "
+                "(--max-output-bytes)")
+
+    def _validate(self, name: str, value: Any, adapter: TypeAdapter) -> Any:
+        """Validate, cap and copy an output: what leaves here is plain data in our models."""
         try:
-            return validate(value)
-        except (ValidationError, TypeError, ValueError) as exc:
-            msg = str(exc).splitlines()
-            short = "; ".join(line.strip() for line in msg[:3])
+            data = adapter.dump_json(adapter.validate_python(_plain(value)))
+            if len(data) > self.max_output_bytes:
+                raise _TooLarge(len(data))
+            return adapter.validate_json(data)  # plain data: no object of the system survives
+        except _TooLarge as exc:
+            raise SystemCallError("invalid_output", name, self._too_large(exc.size)) from None
+        except Exception as exc:  # noqa: BLE001 - whatever the output does is the system's fault
             raise SystemCallError("invalid_output", name,
-                                  f"{type(value).__name__}: {short}") from None
+                                  self._message(f"{type_name(value)}: {_problem(exc)}")) from None
 
-    @staticmethod
-    def _model(model: type[BaseModel]) -> Callable[[Any], Any]:
-        def check(value: Any) -> Any:
-            if isinstance(value, model):
-                return model.model_validate(value.model_dump())
-            return model.model_validate(value)
+    # -- setup and recovery -------------------------------------------------------------------
 
-        return check
+    def receive_gold(self, dataset: Dataset, timeout_s: float | None = None) -> None:
+        """Open the oracle's gold channel (a copy of the dataset); repeated after a restart."""
+        args = (dataset.model_copy(deep=True),)
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        self._setup.append(("receive_gold", args, limit))
+        self._call("receive_gold", args, limit)
 
-    @staticmethod
-    def _adapter(adapter: TypeAdapter) -> Callable[[Any], Any]:
-        def check(value: Any) -> Any:
-            if isinstance(value, BaseModel):
-                raise TypeError("expected a list")
-            if isinstance(value, (list, tuple)):
-                value = [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
-            return adapter.validate_python(value)
+    def restart(self) -> None:
+        """After a timeout: no abandoned call may share the instance the next calls reach
+        (a fresh instance or process, or the old one once idle); setup calls are repeated.
+        Raises SystemCallError when the system cannot be brought back."""
+        self.executor.restart(self.timeout_s)
+        for name, args, limit in self._setup:
+            self._call(name, args, limit)
 
-        return check
+    def close(self) -> None:
+        self.executor.close()
 
     # -- the contract, guarded ----------------------------------------------------------------
 
     def reset(self, conversation_id: str) -> None:
-        self._call("reset", lambda: self.system.reset(conversation_id))
+        self._call("reset", (conversation_id,))
 
     def ingest(self, events: Sequence[Event], timeout_s: float | None = None) -> IngestResult:
-        evs = list(events)
-        out = self._call("ingest", lambda: self.system.ingest(evs), timeout_s)
+        evs = [e.model_copy(deep=True) for e in events]  # the system gets its own copy
+        out = self._call("ingest", (evs,), timeout_s)
         if out is None:
             return IngestResult()
-        return self._validate("ingest", out, self._model(IngestResult))
+        return self._validate("ingest", out, _ADAPTERS[IngestResult])
 
     def flag_tensions(self) -> list[Tension]:
-        out = self._call("flag_tensions", self.system.flag_tensions)
-        return self._validate("flag_tensions", out, self._adapter(_TENSIONS))
+        return self._validate("flag_tensions", self._call("flag_tensions", ()), _TENSIONS)
 
     def recall(self, query: str) -> Answer:
-        out = self._call("recall", lambda: self.system.recall(query))
-        return self._validate("recall", out, self._model(Answer))
+        return self._validate("recall", self._call("recall", (query,)), _ADAPTERS[Answer])
 
     def check_alignment(self, draft: str) -> Verdict:
-        out = self._call("check_alignment", lambda: self.system.check_alignment(draft))
-        return self._validate("check_alignment", out, self._model(Verdict))
+        return self._validate("check_alignment", self._call("check_alignment", (draft,)),
+                              _ADAPTERS[Verdict])
 
     def resolve(self, tension_id: str) -> None:
-        self._call("resolve", lambda: self.system.resolve(tension_id))
+        self._call("resolve", (tension_id,))
 
     def retrieve(self, query: str, k: int) -> list[ScoredMemory]:
-        out = self._call("retrieve", lambda: self.system.retrieve(query, k))
-        return self._validate("retrieve", out, self._adapter(_SCORED))
+        return self._validate("retrieve", self._call("retrieve", (query, k)), _SCORED)
 
     def lineage(self) -> list[LineageRecord]:
-        out = self._call("lineage", self.system.lineage)
-        return self._validate("lineage", out, self._adapter(_LINEAGE))
+        return self._validate("lineage", self._call("lineage", ()), _LINEAGE)
+
+
+class _TooLarge(Exception):
+    def __init__(self, size: int):
+        super().__init__(size)
+        self.size = size
+
+
+def _plain(value: Any) -> Any:
+    """Models (ours or a subclass) as dicts, so the validator sees data, not the system's
+    objects (a single model where a list is expected becomes a dict, and fails validation)."""
+    if isinstance(value, BaseModel):
+        return value.model_dump()
+    if isinstance(value, (list, tuple)):
+        return [v.model_dump() if isinstance(v, BaseModel) else v for v in value]
+    return value
+
+
+def _problem(exc: Exception) -> str:
+    """What is wrong with an output, without echoing the output (it may hold a secret, and
+    pydantic cuts long values in the middle)."""
+    if isinstance(exc, ValidationError):
+        try:
+            errs = exc.errors(include_url=False, include_context=False, include_input=False)
+            parts = [f"{'.'.join(str(p) for p in e['loc']) or 'value'}: {e['msg']}"
+                     for e in errs[:3]]
+            more = f" (+{len(errs) - 3} more)" if len(errs) > 3 else ""
+            return "; ".join(parts) + more
+        except Exception:  # noqa: BLE001 - fall through to the generic text
+            pass
+    return f"{type_name(exc)}: {safe_str(exc)}"
+
+
+__all__ = ["DEFAULT_MAX_OUTPUT_BYTES", "GuardedSystem", "MAX_MESSAGE", "SystemFactory"]

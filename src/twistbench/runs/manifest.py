@@ -67,13 +67,30 @@ def fingerprint(config: dict[str, Any]) -> str:
     return stable_hash(config)[:16]
 
 
+def input_hashes(dataset: Dataset) -> dict[str, str]:
+    """sha256 of every input file the dataset was built from (the key, locomo10.json, an errata
+    file), so that a resume over a different input file is refused, not mixed."""
+    out = {"key": dataset.key_sha256}
+    report = dataset.meta.get("locomo_report")
+    locomo = dataset.meta.get("locomo_sha256") or (report or {}).get("sha256")
+    if isinstance(locomo, str):
+        out["locomo10.json"] = locomo
+    errata = dataset.meta.get("errata")
+    if isinstance(errata, dict):
+        for fld in ("sha256", "file_sha256"):
+            if isinstance(errata.get(fld), str):
+                out["errata"] = errata[fld]
+                break
+    return out
+
+
 def run_config(dataset: Dataset, system_name: str, system_spec: str, system_config: dict[str, Any],
                plan: dict[str, str], conversations: Sequence[str] | None, seed: int,
                judge: dict[str, str], redactor: Redactor) -> dict[str, Any]:
     """The part of the manifest that the fingerprint covers."""
     return redactor.config({
         "dataset": {"name": dataset.name, "version": dataset.version,
-                    "sha256": dataset.key_sha256},
+                    "sha256": dataset.key_sha256, "inputs": input_hashes(dataset)},
         "system": {"name": system_name, "spec": system_spec, "config": system_config},
         "tracks": plan,
         "conversations": list(conversations) if conversations else None,

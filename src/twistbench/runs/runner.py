@@ -12,25 +12,34 @@ scores.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+try:  # POSIX: peak memory in the manifest
+    import resource
+except ImportError:  # pragma: no cover
+    resource = None  # type: ignore[assignment]
+
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from twistbench.contract import GoldReader, MemorySystem
+from twistbench.contract import Capabilities, MemorySystem
 from twistbench.errors import InputError
 from twistbench.judges import judge_record
 from twistbench.judges.base import Judge
 from twistbench.judges.structural import StructuralJudge
 from twistbench.model import Conversation, Dataset
-from twistbench.records import ItemRecord
+from twistbench.records import ItemRecord, SystemCallError
 from twistbench.runs.drive import drive_conversation, unit_ids
 from twistbench.runs.folder import Redactor, RunFolder
-from twistbench.runs.guard import GuardedSystem
+from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES, GuardedSystem
+from twistbench.runs.isolation import ProcessExecutor, SystemFactory, ThreadExecutor
+from twistbench.runs.lock import RunLock
 from twistbench.runs.manifest import finish_manifest, run_config, start_manifest
 from twistbench.runs.resume import finished_items
+from twistbench.sanitize import plain
 from twistbench.tracks import TRACKS, tasks_for
 from twistbench.tracks.base import Task, Track
 
@@ -44,6 +53,8 @@ class RunSettings:
     force_new: bool = False
     conversations: Sequence[str] | None = None  # restrict to these conversation ids
     progress: bool = True
+    isolate: str = "thread"  # "thread" or "process" (the system in a child, killed on timeout)
+    max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES  # a larger output is an error, not stored
 
 
 @dataclass
@@ -56,13 +67,14 @@ class RunOutcome:
     errors: int  # records with an error, whole folder
     errors_by_track: dict[str, int] = field(default_factory=dict)
     tracks: dict[str, str] = field(default_factory=dict)  # key -> "run" or "N/A: reason"
+    notes: list[str] = field(default_factory=list)  # e.g. a stale lock taken over
 
     @property
     def error_rate(self) -> float:
         return self.errors / self.items if self.items else 0.0
 
 
-def plan_tracks(dataset: Dataset, system: MemorySystem, tracks: Mapping[str, Track],
+def plan_tracks(dataset: Dataset, caps: Capabilities, tracks: Mapping[str, Track],
                 wanted: Sequence[str] | None) -> dict[str, str]:
     """Which tracks run, and why each other one is N/A."""
     if wanted is not None:
@@ -75,14 +87,39 @@ def plan_tracks(dataset: Dataset, system: MemorySystem, tracks: Mapping[str, Tra
         if wanted is not None and key not in wanted:
             status[key] = "N/A: not selected"
             continue
-        why = track.not_applicable(system.capabilities, dataset)
+        why = track.not_applicable(caps, dataset)
         status[key] = "run" if why is None else f"N/A: {why}"
     return status
 
 
+def make_guarded(system: MemorySystem | None, settings: RunSettings, *,
+                 factory: SystemFactory | None, redactor: Redactor, where: str) -> GuardedSystem:
+    """The guarded system the run drives: a worker thread over `system` (rebuilt by `factory`
+    after a timeout), or with settings.isolate == "process" a child process built by `factory`."""
+    if settings.isolate == "process":
+        if factory is None:
+            raise InputError("--isolate", "process isolation builds the system in a child "
+                             "process and needs its spec, not an object", field="isolate",
+                             expected="thread for a system handed over as an object")
+        executor: ThreadExecutor | ProcessExecutor = ProcessExecutor(
+            factory, settings.max_output_bytes, start_timeout_s=settings.ingest_timeout_s,
+            where=where)
+    elif settings.isolate == "thread":
+        if system is None:
+            if factory is None:
+                raise ValueError("run_system needs a system or a factory")
+            system = factory()
+        executor = ThreadExecutor(system, factory, where=where)
+    else:
+        raise InputError("--isolate", f"unknown isolation {settings.isolate!r}",
+                         field="isolate", expected="thread or process")
+    return GuardedSystem(executor, settings.timeout_s, redactor=redactor,
+                         max_output_bytes=settings.max_output_bytes)
+
+
 def run_system(
     dataset: Dataset,
-    system: MemorySystem,
+    system: MemorySystem | None,
     out_dir: str | Path,
     *,
     spec: str | None = None,
@@ -93,38 +130,65 @@ def run_system(
     judge: Judge | None = None,
     on_item: Callable[[ItemRecord], None] | None = None,
     dataset_source: dict[str, Any] | None = None,
+    factory: SystemFactory | None = None,
 ) -> RunOutcome:
     """Run `system` over `dataset` into `out_dir`, resuming what is already there.
 
-    judge: the judge of free-text answers (judges/; default the structural judge); its name and
-    version go into the manifest and the fingerprint."""
+    factory: builds a fresh instance of the system (after a timeout; in the child process with
+    settings.isolate == "process", where `system` may be None). judge: the judge of free-text
+    answers (judges/; default the structural judge); its name and version go into the manifest
+    and the fingerprint. The folder is locked for the whole run (runs/lock.py)."""
     settings = settings or RunSettings()
     tracks = tracks if tracks is not None else TRACKS
     judge = judge if judge is not None else StructuralJudge()
     redactor = Redactor(options or {})
     folder = RunFolder(out_dir, redactor)
-    name = getattr(system, "name", type(system).__name__)
-    plan = plan_tracks(dataset, system, tracks, settings.tracks)
-    config = run_config(dataset, name, spec or name, _system_config(system, options), plan,
-                        settings.conversations, settings.seed, judge_record(judge), redactor)
-    manifest = start_manifest(config, dataset, dataset_source or {},
-                              system.capabilities.as_dict(), gold_channel, settings.seed,
+    with RunLock(folder.path) as lock:
+        guarded = make_guarded(system, settings, factory=factory, redactor=redactor,
+                               where=spec or "--system")
+        try:
+            outcome = _run_locked(dataset, guarded, folder, spec=spec, options=options,
+                                  gold_channel=gold_channel, settings=settings, tracks=tracks,
+                                  judge=judge, on_item=on_item, dataset_source=dataset_source)
+        finally:
+            guarded.close()
+    if lock.note:
+        outcome.notes.append(lock.note)
+    return outcome
+
+
+def _run_locked(dataset: Dataset, guarded: GuardedSystem, folder: RunFolder, *, spec: str | None,
+                options: dict[str, Any] | None, gold_channel: bool, settings: RunSettings,
+                tracks: Mapping[str, Track], judge: Judge,
+                on_item: Callable[[ItemRecord], None] | None,
+                dataset_source: dict[str, Any] | None) -> RunOutcome:
+    name = guarded.name
+    caps = guarded.capabilities
+    plan = plan_tracks(dataset, caps, tracks, settings.tracks)
+    config = run_config(dataset, name, spec or name, _system_config(guarded, options), plan,
+                        settings.conversations, settings.seed, judge_record(judge),
+                        folder.redactor)
+    manifest = start_manifest(config, dataset, dataset_source or {}, caps.as_dict(),
+                              gold_channel, settings.seed,
                               {"call_s": settings.timeout_s,
                                "ingest_s": settings.ingest_timeout_s}, 0)
+    manifest["limits"] = {"isolate": settings.isolate,
+                          "max_output_bytes": settings.max_output_bytes}
     done = finished_items(folder, config, manifest["fingerprint"], settings.force_new)
     manifest["resumed_from_items"] = len(done)
     folder.write_manifest(manifest)
 
-    work = _work(dataset, system, settings, tracks, plan, judge)
+    work = _work(dataset, caps, settings, tracks, plan, judge)
     total = sum(len(unit_ids(c, t)) for c, t in work)
-    guarded = GuardedSystem(system, settings.timeout_s)
     if gold_channel:
-        if not isinstance(system, GoldReader):
-            raise InputError(spec or name,
-                             "registered for the gold channel but has no receive_gold")
-        system.receive_gold(dataset)
+        try:
+            guarded.receive_gold(dataset, settings.ingest_timeout_s)
+        except SystemCallError as exc:
+            raise InputError(spec or name, f"the gold channel failed: {exc}",
+                             field="receive_gold",
+                             expected="a system registered for the gold channel") from None
 
-    new = skipped = replay_failures = 0
+    new = skipped = replay_failures = restarts = stopped = 0
     status = "interrupted"
     progress = _progress(settings.progress)
 
@@ -135,30 +199,47 @@ def run_system(
 
     try:
         with progress:
-            bar = progress.add_task(f"{name}", total=total)
+            bar = progress.add_task(plain(name), total=total)
             for conv, tasks in work:
                 ids = unit_ids(conv, tasks)
                 if all(i in done for i in ids):
                     skipped += len(ids)
                     progress.advance(bar, len(ids))
                     continue
-                progress.update(bar, description=f"{name} · {conv.id}")
+                progress.update(bar, description=f"{plain(name)} · {plain(conv.id)}")
                 counts = drive_conversation(conv, tasks, guarded, done, settings.ingest_timeout_s,
                                             write, lambda n: progress.advance(bar, n))
                 new += counts.new
                 skipped += counts.skipped
                 replay_failures += counts.replay_failures
+                restarts += counts.restarts
+                stopped += counts.stopped
         status = "complete"
     finally:
         records = folder.records()
         by_track = finish_manifest(manifest, status, records, new, skipped, replay_failures)
+        manifest["counts"].update({"restarts_after_timeout": restarts,
+                                   "conversations_stopped": stopped,
+                                   "timeouts": guarded.timeouts})
+        manifest["resources"] = peak_memory()
         folder.write_manifest(manifest)
     return RunOutcome(folder=folder.path, system=name, items=len(records), new_items=new,
                       skipped=skipped, errors=sum(by_track.values()), errors_by_track=by_track,
                       tracks=plan)
 
 
-def _work(dataset: Dataset, system: MemorySystem, settings: RunSettings,
+def peak_memory() -> dict[str, float | None]:
+    """High-water marks of resident memory, MB: this process (the harness and any system run in
+    a thread) and its finished children (systems run with --isolate process)."""
+    if resource is None:  # pragma: no cover - not POSIX
+        return {"peak_rss_mb": None, "children_peak_rss_mb": None}
+    scale = 1 / 1024 if sys.platform != "darwin" else 1 / (1024 * 1024)  # KB on Linux, B on mac
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * scale
+    return {"peak_rss_mb": round(own, 1), "children_peak_rss_mb": round(kids, 1)}
+
+
+def _work(dataset: Dataset, caps: Capabilities, settings: RunSettings,
           tracks: Mapping[str, Track], plan: dict[str, str], judge: Judge
           ) -> list[tuple[Conversation, list[Task]]]:
     """(conversation, its tasks in run order) for every conversation the run covers."""
@@ -170,18 +251,12 @@ def _work(dataset: Dataset, system: MemorySystem, settings: RunSettings,
             raise InputError("--conversation", f"unknown conversation(s) {sorted(missing)}",
                              expected=f"ids of {dataset.name}")
     active = [k for k, v in plan.items() if v == "run"]
-    return [(conv, tasks_for(dataset, conv.id, system.capabilities, keys=active, tracks=tracks,
+    return [(conv, tasks_for(dataset, conv.id, caps, keys=active, tracks=tracks,
                              judge=judge)) for conv in convs]
 
 
-def _system_config(system: MemorySystem, options: dict[str, Any] | None) -> dict[str, Any]:
-    cfg: dict[str, Any] = {}
-    getter = getattr(system, "config", None)
-    if callable(getter):
-        try:
-            cfg = dict(getter())
-        except Exception as exc:  # noqa: BLE001 - a broken config() must not stop the run
-            cfg = {"config_error": f"{type(exc).__name__}: {exc}"}
+def _system_config(guarded: GuardedSystem, options: dict[str, Any] | None) -> dict[str, Any]:
+    cfg = guarded.config()
     if options:
         cfg = {**{f"option.{k}": v for k, v in options.items()}, **cfg}
     return cfg

@@ -83,18 +83,50 @@ def make_system(spec: str, options: dict[str, str] | None = None
     kwargs = coerce_options(cls, options, spec)
     try:
         system = cls(**kwargs)
-    except (TypeError, ValueError) as exc:
-        raise InputError("-S", f"system {spec}: {exc}", expected="valid options") from exc
-    if not isinstance(system, MemorySystem):
+    except Exception as exc:  # noqa: BLE001 - the user's constructor may raise anything
+        raise InputError("-S" if options else "--system",
+                         f"constructing system {spec} raised {_exc_text(exc)}",
+                         field="system", expected="a constructor that accepts these options") \
+            from None
+    try:
+        conforms = isinstance(system, MemorySystem)
+    except Exception:  # noqa: BLE001 - a property of the plug-in raised while being checked
+        conforms = False
+    if not conforms:
         raise InputError("--system", f"{spec} does not implement the MemorySystem contract",
+                         field="system",
                          expected="name, capabilities and the contract calls (subclass "
                                   "twistbench.contract.BaseSystem)")
     return system, entry
 
 
+def build_system(spec: str, options: dict[str, str] | None = None) -> MemorySystem:
+    """make_system without the registry entry: a picklable factory (functools.partial of it)
+    that rebuilds the system after a timeout, or in a child process (`--isolate process`)."""
+    return make_system(spec, options)[0]
+
+
+def _exc_text(exc: BaseException) -> str:
+    try:
+        text = str(exc)
+    except Exception:  # noqa: BLE001 - an exception whose __str__ raises
+        text = "<unprintable>"
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
+def _signature(cls: Any) -> inspect.Signature | None:
+    """The constructor's signature, or None when Python cannot tell (builtin types)."""
+    try:
+        return inspect.signature(cls)
+    except (TypeError, ValueError):
+        return None
+
+
 def system_options(cls: Any) -> dict[str, tuple[Any, Any]]:
     """Constructor options of a system class: name -> (annotation, default)."""
-    sig = inspect.signature(cls)
+    sig = _signature(cls)
+    if sig is None:
+        return {}
     try:
         hints = typing.get_type_hints(cls.__init__)
     except Exception:  # noqa: BLE001 - unresolved annotations: treat as plain strings
@@ -109,8 +141,9 @@ def system_options(cls: Any) -> dict[str, tuple[Any, Any]]:
 
 def coerce_options(cls: Any, options: dict[str, str], spec: str) -> dict[str, Any]:
     """Strings from `-S key=value` converted to the constructor's annotated types."""
-    sig = inspect.signature(cls)
-    accepts_any = any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+    sig = _signature(cls)
+    accepts_any = sig is not None and any(p.kind == p.VAR_KEYWORD
+                                          for p in sig.parameters.values())
     known = system_options(cls)
     out: dict[str, Any] = {}
     for key, raw in options.items():
@@ -180,4 +213,4 @@ def _type_name(ann: Any) -> str:
 
 
 __all__ = ["DEFAULT_SYSTEMS", "ENTRY_POINT_GROUP", "REGISTRY", "SystemEntry", "available_systems",
-           "coerce_options", "make_system", "system_options"]
+           "build_system", "coerce_options", "make_system", "system_options"]

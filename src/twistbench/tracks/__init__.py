@@ -8,18 +8,21 @@ headline pairs (`headline_pairs()` collects them for the profile) and per-item o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from twistbench.contract import Capabilities
+from twistbench.errors import InputError
 from twistbench.judges.base import Judge
 from twistbench.model import Dataset
-from twistbench.records import ItemRecord
+from twistbench.records import ItemRecord, charge_ingest_failures
 from twistbench.tracks import a_tension, b_alignment, c_supersession, d_safety, locomo_qa
 from twistbench.tracks.base import HeadlinePair, ItemOutcome, Task, Track, TrackResult
 
 TRACK_ORDER: tuple[str, ...] = ("locomo", "A", "B", "C", "D")
+T = TypeVar("T")
 
 TRACKS: dict[str, Track] = {
     "locomo": locomo_qa.TRACK,
@@ -81,14 +84,17 @@ def tasks_for(dataset: Dataset, conversation_id: str, caps: Capabilities,
 
 
 def score_run(dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
-              keys: Iterable[str] | None = None, judge: Judge | None = None) -> RunScores:
+              keys: Iterable[str] | None = None, judge: Judge | None = None,
+              source: str = "items.jsonl") -> RunScores:
     """Pure: score every selected track (all by default) from a run's records (any order).
 
     A track the system declines, or the dataset lacks items for, comes back with status "n/a"
     and its reason; it is never scored as zero. A track not selected for the run (keys) is
     reported as n/a "not run". `judge` judges free-text answers in every track that has them
     (None: the default judge; an LLM judge caches its responses so re-scoring stays
-    deterministic)."""
+    deterministic). Items of a conversation whose ingest failed count as errors
+    (records.charge_ingest_failures)."""
+    records = charge_ingest_failures(records)
     scores = RunScores(dataset=dataset.name, dataset_version=dataset.version,
                        key_sha256=dataset.key_sha256, capabilities=caps.as_dict(),
                        records=len(records),
@@ -99,16 +105,48 @@ def score_run(dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
         if key not in selected:
             scores.tracks[key] = TrackResult.not_applicable(key, track.title, "track not run")
             continue
-        scores.tracks[key] = track.score(dataset, records, caps, judge=judge)
+        scores.tracks[key] = _checked(key, lambda recs, t=track: t.score(
+            dataset, recs, caps, judge=judge), records, source)
     return scores
+
+
+def _checked(key: str, score: Callable[[list[ItemRecord]], T], records: list[ItemRecord],
+             source: str) -> T:
+    """score(records), where a record whose saved output has a shape the track never writes
+    (a hand-edited or foreign items.jsonl) is an InputError naming it, not a crash. The record
+    is found by scoring the track's records one at a time; a failure no single record causes is
+    a bug of ours and is raised as it is."""
+    try:
+        return score(records)
+    except InputError as exc:
+        if exc.file == "items.jsonl" and source != exc.file:  # name the run's own file
+            raise InputError(source, exc.message, where=exc.where, field=exc.field,
+                             expected=exc.expected) from None
+        raise
+    except Exception as exc:
+        for r in records:
+            if r.track not in (key, "ingest"):
+                continue
+            try:
+                score([r])
+            except InputError:
+                raise
+            except Exception:  # noqa: BLE001 - this record alone breaks the scorer
+                raise InputError(source, f"track {key} cannot read this record's output "
+                                 f"({type(exc).__name__}: {exc})", where=f"item {r.item_id}",
+                                 field="output", expected="the output `twist run` writes for "
+                                 "this track") from None
+        raise
 
 
 def item_outcomes(dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
                   judge: Judge | None = None) -> list[ItemOutcome]:
     """Per-item outcomes of every track, for paired comparison of two runs (report/compare)."""
+    records = charge_ingest_failures(records)
     out: list[ItemOutcome] = []
     for key in TRACK_ORDER:
-        out.extend(TRACKS[key].outcomes(dataset, records, caps, judge=judge))
+        out.extend(_checked(key, lambda recs, t=TRACKS[key]: t.outcomes(
+            dataset, recs, caps, judge=judge), records, "items.jsonl"))
     return out
 
 

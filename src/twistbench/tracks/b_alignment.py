@@ -7,8 +7,12 @@ duplicates dropped) and the conflicts as returned.
 Scoring (same definitions as the public TWIST-v1.0 scorer):
 - contradiction recall (CR): contradicting drafts flagged (aligned = false);
 - aligned specificity (AS): aligned drafts passed; hard-negative specificity (HNS): hard-negative
-  drafts passed — the paired partner of CR;
-- balanced accuracy: (CR + specificity over all non-contradicting drafts) / 2;
+  drafts passed — the paired partner of balanced accuracy;
+- balanced accuracy: (CR + AS) / 2, hard negatives excluded. This is the public TWIST-v1.0
+  definition (`balanced_acc` in the TWIST results files): HNS is reported beside it as its partner
+  and must not also sit inside it. (Releases up to 0.1.0 averaged CR with the specificity over
+  aligned and hard-negative drafts together, which disagreed with 12 of the 13 published
+  systems.) `specificity` over both non-contradicting labels is still reported on its own;
 - attribution (conditional): of the correctly flagged contradicting drafts, those whose first
   three cited ids include a gold evidence id; grounded contradiction recall: the same count over
   all contradicting drafts.
@@ -26,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.errors import InputError
+from twistbench.errors import InputError, decode_utf8, load_json, read_bytes
 from twistbench.judges.base import Judge
 from twistbench.model import Dataset, Draft
 from twistbench.records import ItemRecord, stable_hash
@@ -98,13 +102,30 @@ def _verdicts(dataset: Dataset, records: list[ItemRecord]
         if not r.ok or r.output is None:
             errors[d.label] += 1
             continue
-        got[did] = (d, bool(r.output["aligned"]), list(r.output.get("evidence") or []))
+        got[did] = (d, *_verdict_of(r))
     missing: dict[str, int] = defaultdict(int)
     err_ids = {draft_id_of(r.item_id) for r in records if r.track == KEY and not r.ok}
     for d in dataset.drafts:
         if d.id not in got and d.id not in err_ids:
             missing[d.label] += 1
     return got, dict(errors), dict(missing)
+
+
+def _verdict_of(r: ItemRecord) -> tuple[bool, list[str]]:
+    """(aligned, cited ids) of a saved Track B record; InputError for an output of another
+    shape (a hand-edited or foreign items.jsonl), which would otherwise be scored as a guess."""
+    out = r.output or {}
+    aligned = out.get("aligned")
+    evidence = out.get("evidence")
+    if evidence is None:
+        evidence = []
+    if not isinstance(aligned, bool):
+        raise InputError("items.jsonl", f"aligned is {aligned!r}", where=f"item {r.item_id}",
+                         field="output.aligned", expected="true or false")
+    if not isinstance(evidence, list) or not all(isinstance(e, str) for e in evidence):
+        raise InputError("items.jsonl", "not a list of turn ids", where=f"item {r.item_id}",
+                         field="output.evidence", expected='a list like ["D19:1"]')
+    return aligned, list(evidence)
 
 
 def score_verdicts(verdicts: Iterable[tuple[Draft, bool, list[str]]]) -> dict[str, Any]:
@@ -118,7 +139,7 @@ def score_verdicts(verdicts: Iterable[tuple[Draft, bool, list[str]]]) -> dict[st
         if d.label == "contradicting":
             pc[0] += s["verdict_correct"]
             pc[1] += 1
-        else:
+        elif d.label == "aligned":  # hard negatives are HNS, the partner, never inside balanced
             pc[2] += s["verdict_correct"]
             pc[3] += 1
 
@@ -139,7 +160,8 @@ def score_verdicts(verdicts: Iterable[tuple[Draft, bool, list[str]]]) -> dict[st
                                   note="aligned and hard-negative drafts together"),
         "balanced_accuracy": balanced_accuracy(
             "balanced_accuracy", {c: tuple(v) for c, v in per_conv.items()},
-            note="(contradiction recall + specificity over all non-contradicting) / 2"),
+            note="(contradiction recall + aligned specificity) / 2, hard negatives excluded "
+                 "(public TWIST-v1.0 definition)"),
         "attribution": proportion("attribution", attr_k, len(flagged),
                                   note="first 3 cited ids, over correctly flagged contradictions"),
         "grounded_contradiction_recall": proportion(
@@ -224,10 +246,9 @@ def write_predictions(records: Iterable[ItemRecord]) -> list[str]:
     for r in records:
         if r.track != KEY or not r.ok or r.output is None:
             continue
-        lines.append(json.dumps({"item_id": draft_id_of(r.item_id),
-                                 "aligned": bool(r.output["aligned"]),
-                                 "evidence": list(r.output.get("evidence") or [])},
-                                ensure_ascii=False))
+        aligned, evidence = _verdict_of(r)
+        lines.append(json.dumps({"item_id": draft_id_of(r.item_id), "aligned": aligned,
+                                 "evidence": evidence}, ensure_ascii=False))
     return lines
 
 
@@ -241,20 +262,13 @@ def read_predictions(path: str | Path) -> dict[str, tuple[bool, list[str]]]:
     that is not an object, a missing or non-string item_id, aligned that is not a boolean,
     evidence that is not a list of strings, and a duplicate item_id."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(str(path), f"cannot read predictions: {exc}") from exc
+    text = decode_utf8(read_bytes(path, "predictions file"), str(path))
     out: dict[str, tuple[bool, list[str]]] = {}
     for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         where = f"line {no}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(str(path), f"not valid JSON ({exc.msg})", where=where,
-                             expected=_LINE_SHAPE) from None
+        obj = load_json(line, str(path), where, expected=_LINE_SHAPE)
         if not isinstance(obj, dict):
             raise InputError(str(path), "not a JSON object", where=where, expected=_LINE_SHAPE)
         iid = obj.get("item_id")

@@ -1,0 +1,141 @@
+"""Hypothesis strategies that damage valid inputs the way a hostile user (or a bad disk) would:
+a node of a JSON document replaced, deleted, duplicated or retyped; bytes cut, flipped or
+inserted; text that is rich markup, terminal escapes or deeply nested. Also small valid inputs
+to start from (a LoCoMo-shaped file, a key, a run folder)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from typing import Any
+
+from hypothesis import strategies as st
+
+# TWIST_PROPERTY_SCALE multiplies every example budget (CI: 1; a longer local hunt: 10).
+SCALE = float(os.environ.get("TWIST_PROPERTY_SCALE", "1"))
+
+
+def budget(n: int) -> int:
+    """n examples at scale 1."""
+    return max(1, int(n * SCALE))
+
+
+NASTY_VALUES = [None, True, False, 0, -1, 1, 10**30, -(10**30), 1e308, 0.5, "", " ", "x",
+                "[/]", "[bold red]x", "\x1b[2J\x07", "é\u202eabc", "a" * 5000, "D1:1", [], {},
+                [None], {"": None}, ["D1:1", 3], "null", "1:56 pm on 8 May, 2023"]
+
+JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6),
+                      st.floats(allow_nan=False, allow_infinity=False),
+                      st.text(max_size=12), st.sampled_from(NASTY_VALUES).map(copy.deepcopy))
+JSON_VALUE = st.recursive(JSON_LEAF, lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                          max_leaves=8)
+
+
+def _paths(doc: Any, prefix: tuple = (), depth: int = 10) -> list[tuple]:
+    """Every node's path, down to `depth` levels (a planted 300-deep list is one target, not
+    300)."""
+    out = [prefix]
+    if depth == 0:
+        return out
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, prefix + (k,), depth - 1)
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, prefix + (i,), depth - 1)
+    return out
+
+
+def _get(doc: Any, path: tuple) -> Any:
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+@st.composite
+def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
+    """`doc` with 1..max_mutations damages, each at a random node."""
+    doc = copy.deepcopy(doc)
+    for _ in range(draw(st.integers(1, max_mutations))):
+        path = draw(st.sampled_from(_paths(doc)))
+        action = draw(st.sampled_from(["replace", "delete", "duplicate", "nasty", "deep"]))
+        if action == "deep":
+            value: Any = json.loads("[" * 300 + "]" * 300)
+        elif action == "nasty":
+            value = copy.deepcopy(draw(st.sampled_from(NASTY_VALUES)))  # never share state
+        else:
+            value = draw(JSON_VALUE)
+        if not path:
+            doc = value
+            continue
+        parent, key = _get(doc, path[:-1]), path[-1]
+        if action == "delete":
+            del parent[key]
+        elif action == "duplicate" and isinstance(parent, list):
+            parent.insert(key, copy.deepcopy(parent[key]))
+        elif action == "duplicate" and isinstance(parent, dict):
+            parent[draw(st.text(max_size=6))] = copy.deepcopy(parent[key])
+        else:
+            parent[key] = value
+    return doc
+
+
+@st.composite
+def mutated_bytes(draw: Any, data: bytes) -> bytes:
+    """`data` cut short, with a slice replaced by random (often invalid UTF-8) bytes, or with
+    bytes inserted."""
+    action = draw(st.sampled_from(["cut", "replace", "insert"]))
+    n = len(data)
+    i = draw(st.integers(0, max(n - 1, 0)))
+    if action == "cut":
+        return data[:i]
+    junk = draw(st.binary(min_size=1, max_size=16) | st.sampled_from([b"\xff\xfe", b"\x00",
+                                                                       b"\n", b'"', b"\\"]))
+    if action == "replace":
+        j = draw(st.integers(i, min(n, i + 16)))
+        return data[:i] + junk + data[j:]
+    return data[:i] + junk + data[i:]
+
+
+def mutated_text_lines(lines: list[str]) -> st.SearchStrategy[list[str]]:
+    """JSON lines with one line replaced by a damaged version of itself, or by junk."""
+    @st.composite
+    def strat(draw: Any) -> list[str]:
+        out = list(lines)
+        i = draw(st.integers(0, len(out) - 1))
+        choice = draw(st.sampled_from(["json", "junk", "drop", "duplicate"]))
+        if choice == "json":
+            try:
+                out[i] = json.dumps(draw(mutated_json(json.loads(out[i]))))
+            except ValueError:
+                out[i] = draw(st.text(max_size=40))
+        elif choice == "junk":
+            out[i] = draw(st.text(max_size=60))
+        elif choice == "drop":
+            del out[i]
+        else:
+            out.insert(i, out[i])
+        return out
+    return strat()
+
+
+def mini_locomo(samples: int = 2) -> list[dict[str, Any]]:
+    """A small, valid LoCoMo-shaped document (two conversations, two sessions each)."""
+    out = []
+    for s in range(samples):
+        conv: dict[str, Any] = {"speaker_a": "Ann", "speaker_b": "Bo"}
+        for n in (1, 2):
+            conv[f"session_{n}_date_time"] = f"1:5{n} pm on {8 + n} May, 2023"
+            conv[f"session_{n}"] = [
+                {"speaker": "Ann" if t % 2 == 0 else "Bo", "dia_id": f"D{n}:{t + 1}",
+                 "text": f"Turn {t + 1} of session {n}: I moved to Lisbon in {2020 + t}."}
+                for t in range(3)]
+        qa = [{"question": "Where did Ann move?", "answer": "Lisbon", "evidence": ["D1:1"],
+               "category": 1},
+              {"question": "When?", "answer": 2020, "evidence": ["D1:1", "D2:3"], "category": 2},
+              {"question": "Does Bo like cats?", "adversarial_answer": "yes", "evidence": [],
+               "category": 5}]
+        out.append({"sample_id": f"conv-{s + 1}", "conversation": conv, "qa": qa})
+    return out

@@ -1,0 +1,290 @@
+"""Every `twist` verb, fed damaged files and odd option values through the console entry point:
+it succeeds (0, or 1 for a failed check), or exits 2 with one line naming the file or option —
+never a traceback, never an internal error (3), never a half-written output."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mutations import (
+    NASTY_VALUES,
+    budget,
+    mini_locomo,
+    mutated_bytes,
+    mutated_json,
+    mutated_text_lines,
+)
+
+from twistbench.cli import run_cli
+from twistbench.datasets.demo import demo_dataset
+from twistbench.datasets.keyfile import encode_key
+
+_n = itertools.count()
+DEMO = demo_dataset()
+DEMO_KEY = json.loads(encode_key(DEMO.name, DEMO.version, DEMO.model_dump(mode="json")))
+CHEAP = settings(max_examples=budget(10))  # each example runs a whole command
+
+
+def invoke(*args) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = run_cli([str(a) for a in args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def check(code: int, err: str) -> None:
+    """The promise: success, a failed check, or one line of bad input."""
+    assert code in (0, 1, 2), (code, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code == 2:
+        lines = [x for x in err.splitlines() if x.strip() and not x.startswith("note:")]
+        assert len(lines) == 1 and lines[0].startswith("error: ") and len(lines[0]) > 12, err
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("cli")
+
+
+def fresh(scratch: Path, name: str) -> Path:
+    path = scratch / f"{next(_n)}-{name}"
+    return path
+
+
+def put(scratch: Path, name: str, data: bytes | str) -> Path:
+    path = fresh(scratch, name)
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8"))
+    return path
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("demo-run")
+    code, _, err = invoke("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--no-progress",
+                          "-o", out)
+    assert code == 0, err
+    return out / "toy_systems_KeywordToy"
+
+
+@pytest.fixture(scope="module")
+def trace_dir(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("trace") / "t"
+    code, _, err = invoke("trace", "-s", "flat-rag", "-d", "demo", "-o", out)
+    assert code == 0, err
+    return out
+
+
+@given(doc=mutated_json(DEMO_KEY))
+@CHEAP
+def test_run_and_validate_with_a_damaged_key(scratch, doc):
+    key = put(scratch, "key.json", json.dumps(doc))
+    out = fresh(scratch, "out")
+    code, _, err = invoke("run", "-d", key, "-s", "oracle", "-t", "B", "--no-progress", "-o",
+                          out, "--max-error-rate", "1")
+    check(code, err)
+    if code == 2:
+        assert not out.exists() or not any(out.rglob("items.jsonl")), "half-written run"
+
+
+@given(data=mutated_bytes(json.dumps(DEMO_KEY).encode()))
+@settings(max_examples=budget(15))
+def test_validate_with_damaged_key_bytes(scratch, data):
+    key = put(scratch, "key.json", data)
+    code, _, err = invoke("validate", key, "--no-progress", "-o", fresh(scratch, "v"))
+    check(code, err)
+
+
+@given(doc=mutated_json(mini_locomo()))
+@CHEAP
+def test_locomo_verbs_with_a_damaged_locomo(scratch, doc):
+    locomo = put(scratch, "locomo10.json", json.dumps(doc))
+    code, _, err = invoke("run", "-d", "locomo", "--locomo", locomo, "-s", "flat-rag",
+                          "--no-progress", "-o", fresh(scratch, "o"), "--max-error-rate", "1")
+    check(code, err)
+    key = fresh(scratch, "k.json")
+    code, _, err = invoke("build", "locomo", "--locomo", locomo, "-o", key)
+    check(code, err)
+    if code == 2:
+        assert not key.exists(), "half-written key"
+
+
+def _copy_run(scratch: Path, src: Path) -> Path:
+    dst = fresh(scratch, "runs") / src.name
+    shutil.copytree(src, dst)
+    return dst
+
+
+@given(data=st.data())
+@CHEAP
+def test_report_compare_export_with_a_damaged_run_folder(scratch, demo_run, data):
+    run = _copy_run(scratch, demo_run)
+    if data.draw(st.booleans()):
+        man = json.loads((run / "manifest.json").read_text())
+        (run / "manifest.json").write_text(json.dumps(data.draw(mutated_json(man))))
+    else:
+        lines = (run / "items.jsonl").read_text().splitlines()
+        (run / "items.jsonl").write_text("\n".join(data.draw(mutated_text_lines(lines))))
+    out = fresh(scratch, "report")
+    code, _, err = invoke("report", run, "-o", out)
+    check(code, err)
+    if code == 2:
+        assert not (out / "report.md").exists(), "half-written report"
+    check(*invoke("compare", run, demo_run)[::2])
+    preds = fresh(scratch, "p.jsonl")
+    code, _, err = invoke("export-predictions", run, "-o", preds)
+    check(code, err)
+    code, _, err = invoke("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--no-progress",
+                          "-o", run.parent)  # resume over the damaged folder
+    check(code, err)
+
+
+PREDICTIONS = [json.dumps({"item_id": d.id, "aligned": True, "evidence": []})
+               for d in DEMO.drafts]
+
+
+@given(lines=mutated_text_lines(PREDICTIONS))
+@CHEAP
+def test_score_predictions(scratch, lines):
+    preds = put(scratch, "p.jsonl", "\n".join(lines))
+    out = fresh(scratch, "o")
+    code, _, err = invoke("score-predictions", preds, "-d", "demo", "-o", out)
+    check(code, err)
+    if code == 2:
+        assert not (out / "report.md").exists()
+
+
+@given(data=st.data())
+@CHEAP
+def test_audit_with_damaged_traces(scratch, trace_dir, data):
+    bad = fresh(scratch, "t")
+    shutil.copytree(trace_dir, bad)
+    name = data.draw(st.sampled_from(["traces.jsonl", "gold.jsonl", "lineage.jsonl"]))
+    lines = (bad / name).read_text().splitlines()
+    if data.draw(st.booleans()):
+        (bad / name).write_text("\n".join(data.draw(mutated_text_lines(lines))))
+    else:
+        (bad / name).write_bytes(data.draw(mutated_bytes("\n".join(lines).encode())))
+    out = fresh(scratch, "audit")
+    code, _, err = invoke("audit", bad, trace_dir, "--resamples", "20", "-o", out)
+    check(code, err)
+
+
+CASE = {"case_id": "c1", "run": "r", "query_id": "q", "conversation": "c", "category": "1",
+        "question": "q?", "answer": "a", "anchors": ["a1"], "evidence": {"a1": "t"},
+        "credited_memory_id": "m", "credited_text": "t", "credited_sources": ["a1"],
+        "credited_rank": 1, "rank_bucket": "1", "source_first_hit": 1}
+
+
+@given(cases=mutated_text_lines([json.dumps(CASE)]),
+       labels=mutated_bytes(b"case_id,rater,label\nc1,ann,supports\nc1,bo,partial\n"))
+@CHEAP
+def test_audit_labels(scratch, cases, labels):
+    out = fresh(scratch, "sem.json")
+    code, _, err = invoke("audit", "labels", put(scratch, "c.jsonl", "\n".join(cases)),
+                          put(scratch, "l.csv", labels), "-o", out)
+    check(code, err)
+    if code == 2:
+        assert not out.exists()
+
+
+ODD = st.sampled_from([str(v) for v in NASTY_VALUES if not isinstance(v, (list, dict))]
+                      + ["nan", "inf", "-inf", "-0", "1e400", "0x10", "--", "-1", "abc"])
+
+
+@given(timeout=ODD, rate=ODD, seed=ODD, cap=ODD)
+@CHEAP
+def test_run_option_values(scratch, timeout, rate, seed, cap):
+    code, _, err = invoke("run", "-d", "demo", "-s", "oracle", "-t", "B", "--no-progress",
+                          "-o", fresh(scratch, "o"), "--timeout", timeout, "--max-error-rate",
+                          rate, "--seed", seed, "--max-output-bytes", cap)
+    check(code, err)
+
+
+@given(spec=ODD | st.sampled_from(["collections:OrderedDict", "os:getcwd", "json:loads",
+                                   "builtins:object", "nope.mod:X", "/etc/passwd:X", ":",
+                                   "flat-rag"]),
+       key=st.sampled_from(["api_key", "colour", "k", "", "a=b", "[/]"]), value=ODD)
+@CHEAP
+def test_conform_and_trace_with_odd_systems_and_options(scratch, spec, key, value):
+    check(*invoke("conform", spec, "-S", f"{key}={value}", "--timeout", "30")[::2])
+    check(*invoke("trace", "-s", spec, "-S", f"{key}={value}", "-d", "demo", "-o",
+                  fresh(scratch, "t"), "-k", "3")[::2])
+
+
+@given(k=ODD, resamples=ODD, seed=ODD)
+@CHEAP
+def test_audit_option_values(scratch, trace_dir, k, resamples, seed):
+    check(*invoke("audit", trace_dir, trace_dir, "-k", k, "--resamples", resamples, "--seed",
+                  seed)[::2])
+
+
+@given(what=ODD, out=ODD)
+@settings(max_examples=budget(15))
+def test_list_and_schema(scratch, what, out):
+    check(*invoke("list", what)[::2])
+    target = scratch / "schema" / out.replace("/", "_")[:40] if out.strip("/. ") else scratch
+    check(*invoke("schema", "-o", target)[::2])
+
+
+# -- annotation and errata (the answer-key verbs) ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_key(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("key") / "demo-key.json"
+    path.write_text(json.dumps(DEMO_KEY))
+    return path
+
+
+@given(n=ODD, sample=ODD, examples=ODD, context=ODD, seed=ODD)
+@CHEAP
+def test_annotate_export_option_values(scratch, demo_key, n, sample, examples, context, seed):
+    out = fresh(scratch, "packet")
+    code, _, err = invoke("annotate", "export", demo_key, "-o", out, "-n", n, "--sample",
+                          sample, "--examples", examples, "--context", context, "--seed", seed)
+    check(code, err)
+
+
+@given(doc=mutated_json(DEMO_KEY))
+@CHEAP
+def test_annotate_export_with_a_damaged_key(scratch, doc):
+    key = put(scratch, "key.json", json.dumps(doc))
+    check(*invoke("annotate", "export", key, "-o", fresh(scratch, "packet"))[::2])
+
+
+@given(item=ODD | st.sampled_from([d.id for d in DEMO.drafts]),
+       action=st.sampled_from(["drop", "relabel", "burn", ""]),
+       label=ODD | st.sampled_from(["aligned", "contradicting", "hard_negative"]),
+       reason=ODD)
+@CHEAP
+def test_errata_verbs(scratch, demo_key, item, action, label, reason):
+    folder = fresh(scratch, "errata")
+    folder.mkdir()
+    key = folder / "demo-key.json"
+    key.write_bytes(demo_key.read_bytes())
+    check(*invoke("errata", "add", key, "--item", item, "--reason", reason, "--action", action,
+                  "--label", label, "--evidence", "demo-acme:1:1")[::2])
+    check(*invoke("errata", "list", key)[::2])
+    check(*invoke("errata", "apply", key, "-o", folder / "next.json")[::2])
+
+
+@given(answers=mutated_bytes(b'{"answers": []}'), kappa=ODD)
+@settings(max_examples=budget(10))
+def test_annotate_agreement_and_adjudicate(scratch, demo_key, answers, kappa):
+    packet = fresh(scratch, "packet")
+    code, _, err = invoke("annotate", "export", demo_key, "-o", packet, "--seed", "1")
+    assert code == 0, err
+    a1 = put(scratch, "a1.json", answers)
+    check(*invoke("annotate", "agreement", a1, a1, "-p", packet, "--min-kappa", kappa)[::2])
+    queue = put(scratch, "queue.jsonl", answers)
+    decisions = put(scratch, "queue.csv", answers)
+    check(*invoke("annotate", "adjudicate", demo_key, queue, decisions, "-o",
+                  fresh(scratch, "next.json"))[::2])
