@@ -306,8 +306,10 @@ def test_ack_never_repeats_a_reversal(dataset):
                                                                               "reversal_arcs")
                             for t in [*a.anchor, *a.reversal]])
         for hn in dataset.items_of(conv.id, "hard_negative_arcs"):
-            for t in hn.turns:
+            assert len(hn.turns) == 1  # the target; an acknowledgement is record (meta["ack"])
+            for t in [*hn.meta.get("ack", []), *hn.turns]:
                 assert not sentences(ev[t].text) & rev, (hn.id, t)
+            assert bool(hn.meta.get("ack")) == (hn.family == "acknowledged_change"), hn.id
 
 
 def test_anchor_originals_checked(built, placed):

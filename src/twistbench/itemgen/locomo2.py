@@ -276,6 +276,11 @@ def _gold_arcs(p: Placed, cid: str, ids: dict[str, str], targets: dict[str, Any]
                     "target_third": slot["target_third"], "gap_days": round(gap, 1),
                     "checked_originals": list(arc.get("checked_originals", [])),
                     "note": arc.get("note", "")}
+            if arc.get("ack"):
+                # The acknowledgement is record, like the anchor: the look-alike turn a system
+                # must not flag is the target alone (with the ack among `turns`, the number and
+                # the text of an arc's turns told the label: A.nontext 0.75 on target_turns).
+                meta["ack"] = [ids[r] for r in arc["ack"]]
             other = _other_use(arc_ids, cid, member)
             topic = fill(targets[member]["text"], arc.get("values", {}))
             common = {"id": arc_ids[(cid, member)], "conversation": cid,
@@ -286,8 +291,7 @@ def _gold_arcs(p: Placed, cid: str, ids: dict[str, str], targets: dict[str, Any]
                 item = ReversalArc(**common, drift=[ids[r] for r in arc.get("drift", [])],
                                    reversal=[ids[arc["target"]]], paired_negative=other)
             else:
-                item = HardNegativeArc(**common, turns=[ids[r] for r in
-                                                        [*arc.get("ack", []), arc["target"]]],
+                item = HardNegativeArc(**common, turns=[ids[arc["target"]]],
                                        paired_reversal=other)
             gold[field_name].append(item.model_dump(mode="json"))
 
