@@ -11,7 +11,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet -e ".[pii,test]"
+	$(BIN)/python -m pip install --quiet -e ".[pii,test,validate]"
 	touch $(STAMP)
 
 install: $(STAMP)

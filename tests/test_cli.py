@@ -202,3 +202,41 @@ def test_every_command_option_and_argument_has_help_text():
 
     walk(typer.main.get_command(app), ["twist"])
     assert not missing, missing
+
+
+def test_validate_shortcuts_prints_the_table_writes_json_and_exits_1_on_a_failing_gate(tmp_path):
+    from synth_key import synthetic_key
+
+    from twistbench.datasets.keyfile import write_key
+
+    ds = synthetic_key("B.text")
+    key = tmp_path / "planted.json"
+    write_key(key, ds.name, ds.version, json.loads(ds.model_dump_json(exclude={"key_sha256"})))
+    out = tmp_path / "gates.json"
+    r = twist("validate", str(key), "--shortcuts", "--json", str(out), "--no-progress")
+    assert r.returncode == 1, r.stderr
+    assert "Shortcut audit" in r.stdout and "B.text" in r.stdout and "FAIL" in r.stdout
+    rep = json.loads(out.read_text())
+    failed = [c["id"] for c in rep["checks"] if c["passed"] is False]
+    assert failed == ["B.text"]
+    assert not (tmp_path / "runs").exists()  # --shortcuts runs no reference system
+
+
+def test_validate_shortcuts_passes_when_nothing_can_be_gated(tmp_path):
+    out = tmp_path / "demo.json"
+    r = twist("validate", "demo", "--shortcuts", "--json", str(out), "--no-progress")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(out.read_text())["dataset"] == "demo"
+
+
+def test_a_missing_validate_extra_is_one_line_exit_2_and_nothing_written(tmp_path):
+    # scikit-learn hidden from the import system, as when the `validate` extra is not installed
+    out = tmp_path / "k.json"
+    code = ("import sys; sys.modules['sklearn'] = None; from twistbench.cli import main; "
+            f"sys.argv = ['twist', 'build', 'cs', '-o', {str(out)!r}]; main()")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env=_env(None), timeout=300)
+    assert r.returncode == 2
+    assert r.stderr.strip() == ("error: the shortcut audit needs scikit-learn: pip install "
+                                "'twistbench[validate]'")
+    assert list(tmp_path.iterdir()) == []

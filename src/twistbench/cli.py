@@ -12,12 +12,15 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from typer.core import TyperGroup
 
@@ -81,6 +84,9 @@ from twistbench.systems import (
 from twistbench.tracks import TRACKS
 from twistbench.validation.separability import render_validation_markdown, validate_dataset
 
+if TYPE_CHECKING:
+    from twistbench.validation.shortcuts import BuildGate
+
 app = typer.Typer(add_completion=False, no_args_is_help=False, rich_markup_mode=None,
                   help="twistbench: TWIST tracks and TIAP audits for conversational memory.")
 build_app = typer.Typer(add_completion=False, help="Build item sets (keys).")
@@ -127,6 +133,10 @@ ErrataOpt = Annotated[str | None, typer.Option(
 CrisisOpt = Annotated[bool, typer.Option(
     "--include-crisis", help="Include the opt-in crisis plants (content warning: self-harm-"
     "adjacent phrasings).")]
+AllowGatesOpt = Annotated[bool, typer.Option(
+    "--allow-failing-gates", help="Write the key even when it fails a shortcut-audit gate; the "
+    "results go into its metadata (2.0+ keys) or beside it as <key>.gates.json (1.0 keys, whose "
+    "bytes stay those released).")]
 
 
 # Secrets of the options given on this command line (and of the environment): every message
@@ -545,8 +555,10 @@ def build_cs(
     model: Annotated[str | None, typer.Option(help="Model name for --paraphrase.")] = None,
     api_key_env: Annotated[str, typer.Option(help="Environment variable holding the endpoint's "
                                              "API key, for --paraphrase.")] = "OPENAI_API_KEY",
+    allow_failing_gates: AllowGatesOpt = False,
 ) -> None:
-    """Generate the TWIST-CS workspaces and key; print counts and the variety report."""
+    """Generate the TWIST-CS workspaces and key; print counts, the shortcut audit and the
+    variety report. A key that fails a shortcut gate is not written (exit 1)."""
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
     from twistbench.itemgen.paraphrase import ParaphraseConfig
@@ -563,8 +575,10 @@ def build_cs(
             _fail_input(InputError("--model", "--paraphrase needs a model name",
                                    expected="--model NAME"))
         para = ParaphraseConfig(base_url=paraphrase, model=model, api_key_env=api_key_env)
-    _, rep = run_build_cs(out=out, seed=DEFAULT_SEED if seed is None else seed,
-                          include_crisis=include_crisis, paraphrase=para, console=console)
+    with _build_gate(allow_failing_gates) as gate:
+        _, rep = run_build_cs(out=out, seed=DEFAULT_SEED if seed is None else seed,
+                              include_crisis=include_crisis, paraphrase=para, console=console,
+                              gate=gate)
     if not rep.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording "
                   "(bag-of-words accuracy above the limit); try another seed or more templates")
@@ -584,53 +598,86 @@ def build_locomo(
         "authoring files in itemgen/banks/locomo).")] = "1.0",
     conversations: Annotated[str | None, typer.Option(
         help="2.0 only: build a partial key from these conversations (comma-separated, e.g. "
-        "conv-26); needs --out.")] = None,
+        "conv-26); needs --out; not gated (the audit leaves one conversation out).")] = None,
+    allow_failing_gates: AllowGatesOpt = False,
 ) -> None:
-    """Inject TWIST items into LoCoMo; print counts, QA re-validation and the variety report."""
+    """Inject TWIST items into LoCoMo; print counts, QA re-validation, the shortcut audit and the
+    variety report. A key that fails a shortcut gate is not written (exit 1)."""
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
     if key not in ("1.0", "2.0"):
         _fail_input(InputError("--key", f"unknown key version {key!r}", expected="1.0 or 2.0"))
-    if key == "2.0":
-        # itemgen loads only for `twist build` (ARCHITECTURE.md)
-        from twistbench.itemgen.locomo2 import write_locomo2_key
-
-        convs = [c.strip() for c in conversations.split(",") if c.strip()] if conversations \
-            else None
-        try:
-            digest, rep2 = write_locomo2_key(out, locomo, include_crisis=include_crisis,
-                                             conversations=convs)
-        except InputError as exc:
-            _fail_input(exc)
-        console.print(rep2.render(), markup=False, highlight=False)
-        console.print(f"key -> {out}  sha256 {digest}", highlight=False)
-        return
-    if conversations:
+    if conversations and key != "2.0":
         _fail_input(InputError("--conversations", "only the 2.0 key is built per conversation",
                                expected="--key 2.0"))
     try:
         if seed is not None:
+            if key == "2.0":
+                raise InputError("--seed", "the 2.0 key is written, not drawn: it has no seed",
+                                 expected="no --seed with --key 2.0")
             _at_least(seed, 0, "--seed")
         out = _output_file(out, "--out")
-        try:
-            digest, rep = write_locomo_key(out, locomo,
-                                           seed=DEFAULT_SEED if seed is None else seed,
-                                           include_crisis=include_crisis)
-        except InputError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the generator cannot fit items into this file
-            raise InputError(str(locomo), "cannot build the key from this file: "
-                             f"{type(exc).__name__}: {exc}",
-                             field="locomo", expected="the LoCoMo release file "
-                             "(snap-research/locomo data/locomo10.json)") from None
+        gates_failed = _shortcuts().GatesFailed  # the gate's own verdict is not bad input
+        with _build_gate(allow_failing_gates) as gate:
+            try:
+                if key == "2.0":
+                    # itemgen loads only for `twist build` (ARCHITECTURE.md)
+                    from twistbench.itemgen.locomo2 import write_locomo2_key
+
+                    convs = [c.strip() for c in conversations.split(",") if c.strip()] \
+                        if conversations else None
+                    digest, rep2 = write_locomo2_key(out, locomo, include_crisis=include_crisis,
+                                                     conversations=convs, gate=gate)
+                else:
+                    digest, rep = write_locomo_key(out, locomo,
+                                                   seed=DEFAULT_SEED if seed is None else seed,
+                                                   include_crisis=include_crisis, gate=gate)
+            except (InputError, typer.Exit, gates_failed):
+                raise
+            except Exception as exc:  # noqa: BLE001 - the generator cannot fit items into this file
+                if key == "2.0":
+                    raise  # 2.0 places written turns: its bad input is already an InputError
+                raise InputError(str(locomo), "cannot build the key from this file: "
+                                 f"{type(exc).__name__}: {exc}",
+                                 field="locomo", expected="the LoCoMo release file "
+                                 "(snap-research/locomo data/locomo10.json)") from None
     except InputError as exc:
         _fail_input(exc)
+    if key == "2.0":
+        console.print(rep2.render(), markup=False, highlight=False)
+        console.print(f"key -> {out}  sha256 {digest}", highlight=False)
+        return
     console.print(rep.render(), markup=False, highlight=False)
     console.print(f"key -> {out}  sha256 {digest}", highlight=False)
     if rep.variety is not None and not rep.variety.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording")
         raise typer.Exit(1)
+
+
+def _shortcuts():  # noqa: ANN202 - the validation.shortcuts module
+    """validation.shortcuts; a missing `validate` extra is one line and exit 2."""
+    try:
+        # lazy: the shortcut audit needs scikit-learn (the `validate` extra), which loads slowly
+        from twistbench.validation import shortcuts
+    except ImportError as exc:
+        # escaped: the message names the extra in brackets, which rich would read as markup
+        err.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False)
+        raise typer.Exit(2) from exc
+    return shortcuts
+
+
+@contextmanager
+def _build_gate(allow_failing: bool) -> Iterator[BuildGate]:
+    """The shortcut audit a build runs on its key before writing it (BuildGate). A key that
+    fails a gate: one line naming the failures, nothing written, exit 1."""
+    shortcuts = _shortcuts()
+    try:
+        yield shortcuts.BuildGate(allow_failing=allow_failing, console=console)
+    except shortcuts.GatesFailed as exc:
+        err.print(f"[bold red]not written:[/] {escape(str(exc))} (--allow-failing-gates writes "
+                  "it anyway and records the failures)", highlight=False)
+        raise typer.Exit(1) from exc
 
 
 @app.command()
@@ -647,19 +694,37 @@ def validate(
     with_heuristic: Annotated[bool, typer.Option(
         help="Also run the heuristic system and report its separation.")] = False,
     progress: Annotated[bool, typer.Option(help="Show progress bars.")] = True,
+    shortcuts: Annotated[bool, typer.Option(
+        "--shortcuts", help="Run only the shortcut audit (no reference systems): every known "
+        "way to score without doing the task, leave-one-conversation-out.")] = False,
+    json_out: Annotated[Path | None, typer.Option(
+        "--json", help="Also write the report as JSON to this file.")] = None,
 ) -> None:
-    """Separability audit (whitepaper §6.3): flat-rag, fact-rag and oracle on every item."""
+    """Separability audit (whitepaper §6.3) and shortcut audit; exit 1 when a check fails."""
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         out = _output_dir(out, "--out")
         if write_filtered is not None:
             _output_file(write_filtered, "--write-filtered")
-        rep = validate_dataset(ds, out, write_filtered=write_filtered,
-                               include_heuristic=with_heuristic, progress=progress,
-                               dataset_source=source)
+        if json_out is not None:
+            json_out = _output_file(json_out, "--json")
+        audit = _shortcuts()  # before the reference runs: a missing extra fails fast
+        if shortcuts:
+            rep = audit.run_gates(ds, progress=progress, console=err)
+            console.print(rep.to_rich())
+            notes = [f"{c.id}: {c.note}" for c in rep.checks if c.note] + rep.notes
+            for line in rep.detail_lines() + notes:
+                console.print(line, markup=False, highlight=False)
+        else:
+            rep = validate_dataset(ds, out, write_filtered=write_filtered,
+                                   include_heuristic=with_heuristic, progress=progress,
+                                   dataset_source=source)
+            console.print(render_validation_markdown(rep), markup=False, highlight=False)
     except InputError as exc:
         _fail_input(exc)
-    console.print(render_validation_markdown(rep), markup=False, highlight=False)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(rep.model_dump_json(indent=2) + "\n", encoding="utf-8")
     if not rep.passed:
         raise typer.Exit(1)
 

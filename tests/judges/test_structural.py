@@ -181,3 +181,53 @@ def test_value_leaked_dispatches_on_kind():
     assert value_leaked("phone", "(555) 0123", "555-0123")
     assert value_leaked("email", "A@B.CO", "a@b.co")
     assert value_leaked("other", "badge NO. 7731", "badge number 7731")
+
+
+# --- A current answer must mark every superseded mention as past (shortcut audit, issue 11) ----
+
+SEATS_CHAIN = chain({"value": "120 seats", "variants": ["120"], "turns": ["a"], "current": False},
+                    {"value": "180 seats", "variants": ["180"], "turns": ["b"], "current": True})
+
+
+@pytest.mark.parametrize("text,outcome", [
+    # clean current answer
+    ("They need 180 seats.", "current"),
+    # current + the old value explicitly past: still counts as current (history outcome)
+    ("180 seats now; it used to be 120.", "history"),
+    ("They went from 120 to 180 seats.", "history"),
+    ("120 seats at first, then 180.", "history"),
+    # pasted turns (the all-mentions shortcut): the first turn names the old value unmarked
+    ("Let's plan the rollout for 120 seats.\nUpdate: we now need 180 seats instead of 120.",
+     "hedged"),
+    # one unmarked old mention anywhere spoils an otherwise well-marked answer
+    ("180 seats now, no longer 120. Budget was signed for 120 seats.", "hedged"),
+    # the old value marked as the current one (and not by a transition to the new value)
+    ("We now need 120 seats. 180 seats was the earlier figure.", "stale"),
+    # a transition across clauses does not mark the earlier value as past
+    ("120 seats. Then 180 seats.", "hedged"),
+    # everyday ways of retiring the old value
+    ("No more 120 seats, it's 180 now.", "history"),
+    ("They traded 120 seats for 180 seats.", "history"),
+    ("Said goodbye to 120 seats, 180 seats now.", "history"),
+    ("Finally off the 120 seats plan, we're on 180 seats now.", "history"),
+    ("The 120 seats plan faded, so we went with 180 seats.", "history"),
+])
+def test_current_needs_every_superseded_mention_marked_past(text, outcome):
+    v = classify_answer(SEATS_CHAIN, text)
+    assert v.outcome == outcome, v.mentions
+    assert (v.outcome in ("current", "history")) == (outcome in ("current", "history"))
+
+
+def test_past_flags_are_reported_per_mention():
+    v = classify_answer(SEATS_CHAIN, "Let's plan for 120 seats.\nWe need 180 seats instead of 120.")
+    assert [(m["form"], m["past"]) for m in v.mentions] == [
+        ("120 seats", False), ("180 seats", False), ("120", True)]
+
+
+def test_coexisting_chain_with_every_current_value_stays_current():
+    ch = chain({"value": "pottery", "turns": ["a"], "current": True},
+               {"value": "painting", "turns": ["b"], "current": True}, family="coexisting")
+    pasted = "I've taken up pottery on Sundays.\nAnd painting too, since March."
+    assert classify_answer(ch, pasted).outcome == "current"
+    assert classify_answer(ch, "Pottery, and now painting as well.").outcome == "current"
+    assert classify_answer(ch, "Only pottery these days.").outcome == "partial"

@@ -183,7 +183,7 @@ def test_resolve_retires_the_refuted_claim():
 def test_presidio_governor_when_installed():
     pytest.importorskip("presidio_analyzer")
     if H.load_presidio() is None:
-        pytest.skip(f"presidio present but unusable: {governance._presidio_error}")
+        pytest.skip(f"presidio present but unusable: {governance.presidio_error()}")
     s = HeuristicSystem(pii="presidio")
     assert s.config()["pii_governor"].startswith("presidio")
     conv = conversation("p", [
@@ -249,3 +249,19 @@ def test_tension_min_shared_controls_clause_alignment():
     assert len([t for r in ingest_all(s2, CS) for t in r.tensions]) == 2
     s3 = HeuristicSystem(pii="regex", tension_min_shared=3)
     assert [t for r in ingest_all(s3, CS) for t in r.tensions] == []
+
+
+def test_presidio_unavailable_says_why(monkeypatch):
+    """The reason presidio failed reaches the error and the config (it once read a copy of the
+    module variable taken at import, so it always said 'None')."""
+    import sys
+
+    monkeypatch.setattr(governance, "_presidio", None)
+    monkeypatch.setattr(governance, "_presidio_error", None)
+    monkeypatch.setitem(sys.modules, "presidio_analyzer", None)  # the import raises
+    with pytest.raises(ValueError, match="presidio requested but unavailable: ") as exc:
+        HeuristicSystem(pii="presidio")
+    assert str(exc.value).startswith(
+        "presidio requested but unavailable: ModuleNotFoundError: import of presidio_analyzer")
+    governor = HeuristicSystem(pii="auto").config()["pii_governor"]
+    assert governor.startswith("regex (presidio unavailable: ModuleNotFoundError")

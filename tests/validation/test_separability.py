@@ -129,3 +129,18 @@ def test_similarity_separable_draft_is_listed(tmp_path):
     listed = {f.item_id: f.why for f in rep.flat_solved if f.field == "drafts"}
     assert "demo-d4" in listed and "exceeds every consistent draft" in listed["demo-d4"]
     assert "demo-d1" not in listed  # the acme draft is not separable from acme's aligned one
+
+
+def test_shortcut_audit_runs_beside_separability_and_counts_in_passed(demo_report):
+    rep, out = demo_report
+    assert rep.shortcuts is not None and rep.shortcuts.dataset == "demo"
+    # the demo has one item of each kind and two conversations: every classifier check says so
+    a = rep.shortcuts.check("A.text")
+    assert a.passed is None and "not measurable" in a.note
+    assert rep.shortcuts.passed
+    saved = json.loads((out / "validation.json").read_text())
+    assert saved["shortcuts"]["checks"][0]["id"] == "A.text"
+    assert "## Shortcut audit: demo" in (out / "validation.md").read_text()
+    failing = rep.model_copy(update={"shortcuts": rep.shortcuts.model_copy(update={
+        "checks": [c.model_copy(update={"passed": False}) for c in rep.shortcuts.checks]})})
+    assert not failing.passed

@@ -240,25 +240,37 @@ def load_locomo_dataset(locomo_path: str | Path, key_path: str | Path | None = N
                          f"{corpus.sha256}", field="sha256",
                          expected="the LoCoMo release file the key was built on "
                          "(snap-research/locomo data/locomo10.json)")
-    key_version = str(doc["version"])
+    return dataset_from_payload(corpus, payload, version=str(doc["version"]), key_sha256=digest,
+                                key_file=str(kp), errata=errata, locomo_path=locomo_path)
+
+
+def dataset_from_payload(corpus: LocomoCorpus, payload: dict[str, Any], *, version: str,
+                         key_sha256: str, key_file: str, errata: str | None = None,
+                         locomo_path: str | Path | None = None) -> Dataset:
+    """The Dataset a key payload (1.0 or 2.0) makes of this LoCoMo corpus (see
+    load_locomo_dataset); also what `twist build locomo` audits before it writes the key. The
+    payload's own `meta` (a 2.0+ key's shortcut-audit results under "gates") goes into
+    Dataset.meta."""
+    key_version = version
     layout = None
     if key_version.startswith(KEY2_VERSION):
-        layout = apply_locomo2_key(corpus, payload, str(kp))
+        layout = apply_locomo2_key(corpus, payload, key_file)
         conversations = layout.conversations
     else:
-        conversations = apply_locomo_key(corpus, payload, str(kp))
+        conversations = apply_locomo_key(corpus, payload, key_file)
     keep = {c.id for c in conversations}
     excluded = {e["qa"]: e["reason"] for e in payload.get("revalidation", {}).get("excluded", [])}
     # A partial 2.0 key (some conversations) carries the QA of those conversations only.
     qa = [q.model_copy(update={"excluded": excluded[q.id]}) if q.id in excluded else q
           for q in corpus.qa if q.conversation in keep]
-    key_sha = digest
-    meta: dict[str, Any] = {"locomo_report": corpus.report.as_dict(),
+    key_sha = key_sha256
+    meta: dict[str, Any] = {**payload.get("meta", {}),
+                            "locomo_report": corpus.report.as_dict(),
                             "locomo_sha256": corpus.sha256,
-                            "qa_excluded": len(excluded), "key_file": str(kp)}
+                            "qa_excluded": len(excluded), "key_file": key_file}
     if errata:
         qa, key_version, key_sha, meta["errata"] = overlay_errata(qa, errata, locomo_path,
-                                                                  key_version, digest)
+                                                                  key_version, key_sha256)
     if layout is not None:
         # LoCoMo's ids (QA and errata evidence) become the 2.0 ids; which turns are ours stays
         # here, in Dataset.meta, which systems never see (Event.meta is passed to them).
@@ -271,17 +283,17 @@ def load_locomo_dataset(locomo_path: str | Path, key_path: str | Path | None = N
     gold: dict[str, list[Any]] = {}
     for fld, cls in _GOLD_TYPES.items():
         items = []
-        for i, raw in enumerate(payload.get("gold", {}).get(fld, [])):
+        for i, raw in enumerate(payload["gold"].get(fld, [])):
             try:
                 items.append(cls.model_validate(raw))
             except Exception as exc:  # pydantic ValidationError -> one clear InputError
-                raise pydantic_to_input_error(str(kp), f"payload.gold.{fld}[{i}]", exc) from exc
+                raise pydantic_to_input_error(key_file, f"payload.gold.{fld}[{i}]", exc) from exc
         gold[fld] = items
     try:
         return Dataset(name="twist-locomo", version=key_version, key_sha256=key_sha,
                        conversations=conversations, qa=qa, meta=meta, **gold)
     except Exception as exc:
-        raise pydantic_to_input_error(str(kp), "dataset", exc) from exc
+        raise pydantic_to_input_error(key_file, "dataset", exc) from exc
 
 
 def injected_turn_ids(dataset: Dataset) -> set[tuple[str, str]]:

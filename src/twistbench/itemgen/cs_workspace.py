@@ -40,6 +40,7 @@ from twistbench.datasets.keyfile import write_key
 from twistbench.datasets.paths import CS_CRISIS_KEY_FILE, CS_KEY_FILE, repo_data_dir
 from twistbench.datasets.twist_cs import NAME, VERSION, VERSION_CRISIS
 from twistbench.itemgen.cs_variety import cs_variety_report
+from twistbench.itemgen.gate import KeyGate
 from twistbench.itemgen.paraphrase import ParaphraseConfig, Paraphraser
 from twistbench.itemgen.templates import cs_background as BG
 from twistbench.itemgen.templates import cs_chains as CH
@@ -1127,16 +1128,29 @@ def run_build_cs(
     include_crisis: bool = False,
     paraphrase: ParaphraseConfig | None = None,
     console: Any = None,
+    *,
+    gate: KeyGate | None = None,
 ) -> tuple[str, VarietyReport]:
-    """What `twist build cs` does: build, write the key, print counts and the variety report.
+    """What `twist build cs` does: build, check the key about to be written with `gate` (the CLI
+    passes the shortcut audit, validation.shortcuts.BuildGate), write it, print counts and the
+    variety report.
 
-    Returns (sha256, report). console: a rich Console (a new one if None).
+    Returns (sha256, report). console: a rich Console (a new one if None). A gate that raises
+    leaves nothing written; what it returns goes into the key's meta["gates"] (2.0+ keys), what
+    it writes beside the key (1.0 keys: <key>.gates.json) is named on the console.
     """
     console = console or Console()
     dataset, report = build_cs(seed=seed, include_crisis=include_crisis, paraphrase=paraphrase)
     if out is None:
         out = repo_data_dir() / (CS_CRISIS_KEY_FILE if include_crisis else CS_KEY_FILE)
+    if gate is not None:
+        gate_meta = gate.before_write(dataset)
+        if gate_meta is not None:
+            dataset = dataset.model_copy(update={"meta": {**dataset.meta, "gates": gate_meta}})
     digest = write_cs_dataset(out, dataset)
+    beside = gate.after_write(out) if gate is not None else None
+    if beside is not None:
+        console.print(f"gates -> {beside}")
     counts = dataset.counts()
     console.print(f"[bold]{dataset.version}[/bold] -> {out}  sha256 {digest}")
     console.print(", ".join(f"{k} {v}" for k, v in counts.items()))

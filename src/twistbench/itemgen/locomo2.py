@@ -35,8 +35,9 @@ from twistbench.datasets.keyfile import write_key
 from twistbench.datasets.locomo import LocomoCorpus, load_locomo
 from twistbench.datasets.paths import locomo2_key_path
 from twistbench.datasets.twist_locomo import KEY2_VERSION as KEY_VERSION
-from twistbench.datasets.twist_locomo import KEY_NAME
+from twistbench.datasets.twist_locomo import KEY_NAME, dataset_from_payload
 from twistbench.errors import InputError
+from twistbench.itemgen.gate import KeyGate
 from twistbench.itemgen.locomo_authoring import (
     Placed,
     Turn,
@@ -384,14 +385,27 @@ def _split_parts(value: str) -> list[str]:
 
 def write_locomo2_key(out: str | Path | None, locomo_path: str | Path,
                       include_crisis: bool = False,
-                      conversations: list[str] | None = None) -> tuple[str, Build2Report]:
-    """`twist build locomo --key 2.0`: build and write. A partial key is never written to the
-    committed path."""
+                      conversations: list[str] | None = None, *,
+                      gate: KeyGate | None = None) -> tuple[str, Build2Report]:
+    """`twist build locomo --key 2.0`: build, check with `gate` (the CLI passes the shortcut
+    audit, as for 1.0: itemgen.locomo_inject.write_locomo_key) and write. A gate that raises
+    leaves nothing written; what it returns goes into payload["meta"]["gates"]. A partial key is
+    never written to the committed path, and is not gated: the audit's leave-one-conversation-out
+    classifiers need the conversations the partial key leaves out (benchmarks/
+    locomo2_partial_gates.py measures a partial key instead)."""
     payload, report = build_locomo2(locomo_path, include_crisis, conversations)
     if payload["partial"] and out is None:
         raise InputError("--out", "a partial key (some conversations only) is not written over "
                          "the committed key", expected="--out PATH")
     path = Path(out) if out else locomo2_key_path(include_crisis)
+    if gate is not None and not payload["partial"]:
+        dataset = dataset_from_payload(load_locomo(locomo_path), payload, version=report.version,
+                                       key_sha256="", key_file=str(path))
+        gate_meta = gate.before_write(dataset)
+        if gate_meta is not None:
+            payload["meta"] = {**payload.get("meta", {}), "gates": gate_meta}
     digest = write_key(path, KEY_NAME, report.version, payload)
+    if gate is not None and not payload["partial"]:
+        gate.after_write(path)
     report.key_sha256 = digest
     return digest, report

@@ -35,7 +35,13 @@ from typing import Any
 from twistbench.datasets.keyfile import write_key
 from twistbench.datasets.locomo import LocomoCorpus, load_locomo
 from twistbench.datasets.paths import locomo_key_path
-from twistbench.datasets.twist_locomo import CRISIS_VERSION, KEY_NAME, KEY_VERSION
+from twistbench.datasets.twist_locomo import (
+    CRISIS_VERSION,
+    KEY_NAME,
+    KEY_VERSION,
+    dataset_from_payload,
+)
+from twistbench.itemgen.gate import KeyGate
 from twistbench.itemgen.revalidate import _stems, keyword_stems, revalidate
 from twistbench.itemgen.templates import locomo_arcs as T_ARCS
 from twistbench.itemgen.templates import locomo_chains as T_CH
@@ -922,13 +928,27 @@ def build_locomo(locomo_path: str | Path, seed: int = DEFAULT_SEED, include_cris
 
 
 def write_locomo_key(out: str | Path | None, locomo_path: str | Path, seed: int = DEFAULT_SEED,
-                     include_crisis: bool = False) -> tuple[str, BuildReport]:
-    """`twist build locomo`: build and write the key (default: the committed path under data/).
-    Returns (sha256 of the key file, report)."""
+                     include_crisis: bool = False, *, gate: KeyGate | None = None
+                     ) -> tuple[str, BuildReport]:
+    """`twist build locomo`: build the key, check it with `gate` (the CLI passes the shortcut
+    audit, validation.shortcuts.BuildGate) on the LoCoMo conversations with the key applied, and
+    write it (default: the committed path under data/). Returns (sha256 of the key file, report).
+
+    A gate that raises leaves nothing written; what it returns goes into payload["meta"]["gates"]
+    (2.0+ keys; the loader puts it in Dataset.meta); a 1.0 key keeps the bytes released and the
+    gate writes its results beside it."""
     payload, report = build_locomo(locomo_path, seed=seed, include_crisis=include_crisis)
     path = Path(out) if out else locomo_key_path(include_crisis)
     version = CRISIS_VERSION if include_crisis else KEY_VERSION
+    if gate is not None:
+        dataset = dataset_from_payload(load_locomo(locomo_path), payload, version=version,
+                                       key_sha256="", key_file=str(path))
+        gate_meta = gate.before_write(dataset)
+        if gate_meta is not None:
+            payload["meta"] = {**payload.get("meta", {}), "gates": gate_meta}
     digest = write_key(path, KEY_NAME, version, payload)
+    if gate is not None:
+        gate.after_write(path)
     report.key_sha256 = digest
     return digest, report
 

@@ -8,12 +8,13 @@ returns the same `JudgeVerdict` (judges/base.py).
 Track C outcomes (for one answer against one update chain):
 - "current": names every current value and no superseded value asserted as current;
 - "stale":   names a superseded value as current (alone and unmarked, or marked as the new one);
-- "hedged":  names a current and a superseded value without marking which one is current —
-             never counted as current;
-- "history": names a current and a superseded value and marks the change (a superseded value
-             is marked as past, e.g. "used to", "previously", "no longer", "from X to Y",
-             "instead of", or the current value as now, e.g. "now", "currently", "changed to")
-             with no contradicting mark;
+- "hedged":  names a current and a superseded value, and at least one mention of a superseded
+             value is not explicitly marked as past (so pasting every turn that mentions the
+             slot is hedged, not current) — never counted as current;
+- "history": names a current and a superseded value, and every mention of a superseded value is
+             explicitly marked as past: by a cue ("used to", "previously", "no longer", "from X",
+             "instead of X", "X before") or by a change to a later value in the same clause
+             ("X, then Y", "X -> Y", "X, now Y"); no mark says a superseded value is current;
 - "partial": a chain with several current (coexisting) values, answer names only some of them;
 - "none":    names no gold value (or only superseded values, each marked as past: it retires the
              old belief but does not give the current one).
@@ -98,13 +99,14 @@ OLD_CUES: tuple[str, ...] = (
     "switched from", "moved from", "moved away from", "away from", "drop", "drop the",
     "dropped the", "scrap", "scrapped", "cancel", "cancelled", "canceled", "forget",
     "forget about", "ignore", "ignore the", "replacing", "superseded", "outdated", "stop",
-    "stop sending", "stop using",
+    "stop sending", "stop using", "no more", "left", "goodbye to", "said goodbye to", "traded",
+    "traded in", "got rid of", "ditched", "quit", "sold", "off the", "finally off",
 )
 # Short, common words mark only the value right after them (at most one token between):
 # "not sure whether Stockholm" must not mark Stockholm as past.
 TIGHT_CUES: frozenset[str] = frozenset({
     "not", "isnt", "arent", "wasnt", "was", "were", "had", "from", "once", "first", "old",
-    "then", "past", "before", "today", "instead", "later", "prior",
+    "then", "past", "before", "today", "instead", "later", "prior", "left", "quit", "sold",
 })
 # Cues right after a value ("Europe, no longer"; "Stockholm now").
 OLD_POST_CUES: tuple[str, ...] = (
@@ -114,7 +116,7 @@ OLD_POST_CUES: tuple[str, ...] = (
     "is cancelled", "is canceled", "was cancelled", "was canceled", "is dropped",
     "was dropped", "is gone", "is outdated", "is out of date", "is obsolete", "is no longer",
     "was the old", "is the old", "figure is out", "has been replaced", "got replaced",
-    "is void", "is invalid",
+    "is void", "is invalid", "faded", "is over", "is history", "ended",
 )
 NEW_POST_CUES: tuple[str, ...] = ("now", "currently", "these days", "nowadays", "instead")
 _CUE_WINDOW = 6  # tokens allowed between a (non-tight) cue and the value it marks
@@ -139,6 +141,7 @@ class Mention:
     form: str
     mark: str = "unmarked"  # "new" | "old" | "unmarked" | "both"
     cues: list[str] = field(default_factory=list)
+    new_before: bool = False  # the "new" mark comes from a cue before the value ("then Y")
 
 
 def find_mentions(text: str, forms_by_state: Sequence[tuple[bool, Sequence[str]]]) -> list[Mention]:
@@ -200,13 +203,13 @@ def mark_mentions(text: str, mentions: list[Mention]) -> list[Mention]:
                 if (m.end <= s and e <= next_start and s - m.end <= _POST_WINDOW
                         and clause[s] == clause[m.end - 1]):
                     attach.setdefault((s, e), []).append((s - m.end, 1, mi, label, cue))
-    marks: list[dict[str, tuple[int, str]]] = [{} for _ in mentions]
+    marks: list[dict[str, tuple[int, str, int]]] = [{} for _ in mentions]
     for options in attach.values():
-        d, _, mi, label, cue = min(options)  # nearest value; a tie goes to the pre-cue reading
+        d, post, mi, label, cue = min(options)  # nearest value; a tie goes to the pre-cue reading
         # the same span may read as several cues of one kind ("instead" in "instead of"):
         # keep the nearest per label
         if label not in marks[mi] or d < marks[mi][label][0]:
-            marks[mi][label] = (d, cue)
+            marks[mi][label] = (d, cue, post)
     for m, best in zip(mentions, marks):
         m.cues = [best[k][1] for k in sorted(best)]
         if len(best) == 1:
@@ -214,14 +217,31 @@ def mark_mentions(text: str, mentions: list[Mention]) -> list[Mention]:
         elif len(best) == 2:
             dn, do = best["new"][0], best["old"][0]
             m.mark = "both" if dn == do else ("new" if dn < do else "old")
+        m.new_before = m.mark == "new" and not best["new"][2]
     return mentions
+
+
+def marked_past(text: str, mentions: list[Mention]) -> list[bool]:
+    """For each mention (as returned by mark_mentions), whether it is explicitly marked as past:
+    an "old" cue, or the next value mention in the same clause names a later state and is marked
+    new by a cue between the two ("Paris at first, then Berlin, now Rome": all but Rome)."""
+    clause = clause_ids(text)
+    out = []
+    for i, m in enumerate(mentions):
+        nxt = mentions[i + 1] if i + 1 < len(mentions) else None
+        succeeded = (nxt is not None and nxt.state > m.state and nxt.new_before
+                     and clause[m.start] == clause[nxt.start])
+        out.append(m.mark == "old" or succeeded)
+    return out
 
 
 class StructuralJudge:
     """Value matching + currency cues; see the module docstring for the outcomes."""
 
     name = "structural"
-    version = "1"
+    # 2: a current answer must mark every superseded mention as past; everyday past markers
+    # (the shortcut audit, issue 11). Verdicts differ from 1, so a run does not resume across it.
+    version = "2"
 
     def classify(self, chain: UpdateChain, query: ChainQuery, answer: Answer) -> JudgeVerdict:
         return classify_answer(chain, answer.text, answer.evidence)
@@ -235,12 +255,16 @@ def classify_answer(chain: UpdateChain, text: str, evidence: Sequence[str] = ())
     2. only superseded values named -> stale, unless every one is marked as past -> none;
     3. only current values named -> current (partial if a coexisting current value is missing);
        cue words are not read here: "she was moving to Stockholm" still names the current value;
-    4. both named: count right marks (superseded marked past, current marked now) against wrong
-       marks (superseded marked now, current marked past): more right -> history (partial if a
-       current value is missing), more wrong -> stale, a tie (usually no marks) -> hedged.
+    4. both named: count right marks (superseded mention marked past, see `marked_past`;
+       current marked now) against wrong marks (superseded marked now and not past, current
+       marked past). More wrong -> stale; otherwise one superseded mention not marked as past
+       anywhere in the answer -> hedged (an answer that pastes every turn mentioning the slot
+       names the old value unmarked); otherwise more right -> history (partial if a current
+       value is missing); a tie -> hedged.
     """
     forms = [(s.current, s.surface_forms()) for s in chain.states]
     mentions = mark_mentions(text, find_mentions(text, forms))
+    past = dict(zip(map(id, mentions), marked_past(text, mentions)))
     cur_idx = [i for i, s in enumerate(chain.states) if s.current]
     cur_named = sorted({m.state for m in mentions if m.current})
     old_named = sorted({m.state for m in mentions if not m.current})
@@ -254,24 +278,27 @@ def classify_answer(chain: UpdateChain, text: str, evidence: Sequence[str] = ())
         return JudgeVerdict(
             outcome, cur_named, old_named, cites_cur, cites_old, reason,
             [{"state": m.state, "current": m.current, "form": m.form, "mark": m.mark,
-              "cues": m.cues} for m in mentions],
+              "cues": m.cues, "past": past[id(m)]} for m in mentions],
         )
 
     missing = len(cur_named) < len(cur_idx)
     if not mentions:
         return verdict("none", "names no gold value")
     if not cur_m:
-        if all(m.mark == "old" for m in old_m):
+        if all(past[id(m)] for m in old_m):
             return verdict("none", "names superseded values only, each marked as past")
         return verdict("stale", "names a superseded value, not marked as past, and no current one")
     if not old_m:
         if missing:
             return verdict("partial", f"names {len(cur_named)} of {len(cur_idx)} current values")
         return verdict("current", "names the current value and no superseded value")
-    right = sum(m.mark == "old" for m in old_m) + sum(m.mark == "new" for m in cur_m)
-    wrong = sum(m.mark == "new" for m in old_m) + sum(m.mark == "old" for m in cur_m)
+    right = sum(past[id(m)] for m in old_m) + sum(m.mark == "new" for m in cur_m)
+    wrong = (sum(m.mark == "new" and not past[id(m)] for m in old_m)
+             + sum(m.mark == "old" for m in cur_m))
     if wrong > right:
         return verdict("stale", "marks a superseded value as current (order the wrong way round)")
+    if not all(past[id(m)] for m in old_m):
+        return verdict("hedged", "a superseded value is mentioned without being marked as past")
     if right > wrong:
         if missing:
             return verdict("partial", "marks the change but misses a current value")

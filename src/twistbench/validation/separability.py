@@ -51,6 +51,7 @@ from twistbench.tracks import (
     score_run,
 )
 from twistbench.tracks.base import ItemOutcome
+from twistbench.validation.report import GateReport
 
 FLAT_A_F1_MAX = 0.15
 ORACLE_MIN = 0.95
@@ -110,18 +111,22 @@ class ValidationReport(BaseModel):
     filtered_key: str | None = None
     filtered_counts: dict[str, int] | None = None
     notes: list[str] = Field(default_factory=list)
+    shortcuts: GateReport | None = None  # the shortcut audit (validation/shortcuts.py)
 
     @property
     def passed(self) -> bool:
-        """Every measurable check holds, and no system call failed."""
+        """Every measurable check holds, no system call failed, and no shortcut gate fails."""
         return (all(c.ok is not False for c in self.checks)
-                and all(s.get("errors", 0) == 0 for s in self.systems.values()))
+                and all(s.get("errors", 0) == 0 for s in self.systems.values())
+                and (self.shortcuts is None or self.shortcuts.passed))
 
 
 def validate_dataset(dataset: Dataset, out_dir: str | Path, write_filtered: Path | None = None,
                      *, include_heuristic: bool = False, progress: bool = False,
-                     dataset_source: dict[str, Any] | None = None) -> ValidationReport:
-    """Run the audit systems on every item into out_dir/<system>, then judge separability.
+                     dataset_source: dict[str, Any] | None = None,
+                     shortcuts: bool = True) -> ValidationReport:
+    """Run the audit systems on every item into out_dir/<system>, then judge separability;
+    with `shortcuts` (the default) the shortcut audit runs too and its report goes beside.
 
     Run folders resume like `twist run`, so a second call re-uses finished items. With
     `write_filtered`, writes a key (twist-key/1, payload = the dataset) without the flagged
@@ -158,6 +163,11 @@ def validate_dataset(dataset: Dataset, out_dir: str | Path, write_filtered: Path
         flat_solved=flat, oracle_failed=failed,
         notes=["flat-rag runs with its similarity probe (-S probe=true): the only detector "
                "flat retrieval can offer; in `twist run` flat-rag declines Track A."])
+    if shortcuts:
+        # lazy: the shortcut audit needs scikit-learn (the `validate` extra), which loads slowly
+        from twistbench.validation.shortcuts import run_gates
+
+        report.shortcuts = run_gates(dataset, progress=progress)
     if write_filtered is not None:
         filtered = filter_dataset(dataset, flat + failed)
         write_filtered_key(filtered, Path(write_filtered), dataset, flat + failed)
@@ -403,6 +413,8 @@ def render_validation_markdown(report: ValidationReport) -> str:
             lines.append("")
     for n in report.notes:
         lines.append(f"_{n}_")
+    if report.shortcuts is not None:
+        lines += ["", report.shortcuts.render_markdown().rstrip()]
     return "\n".join(lines) + "\n"
 
 

