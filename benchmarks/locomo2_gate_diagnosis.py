@@ -1,6 +1,6 @@
 """Why TWIST-LoCoMo 2.0 fails the shortcut gates it fails: figures for the lead, not a gate.
 
-    .venv/bin/python benchmarks/locomo2_gate_diagnosis.py [--locomo PATH]
+    .venv/bin/python benchmarks/locomo2_gate_diagnosis.py [--locomo PATH] [--skip-injected]
 
 Builds the 2.0 payload in memory (never writes a key) and prints
 1. Track A / B contrast pairing: how many items share their exact text (A: target turns, B:
@@ -8,9 +8,9 @@ Builds the 2.0 payload in memory (never writes a key) and prints
    conversation, and the in-sample ceiling of ANY rule that reads the text alone (majority label
    per distinct text, balanced accuracy; an upper bound, since it is fitted on the items it
    scores);
-2. the same leave-one-conversation-out logistic regression as the A.text / B.text gates, raw
-   (unfolded), once as the gate runs it and once with every test item's contrast twins (items
-   of the same bank member) removed from training (no model can memorise a twin's label);
+2. every recipe of the A.text, A.nontext, B.text and B.skeleton gates, leave one conversation
+   out, once as the gate runs it and once with every held-out item's contrast twins (items of
+   the same bank member) left out of training, so that no model can memorise a twin's label;
 3. find.injected parts: leave-one-conversation-out AUC of logistic regression on text only and
    on non-text features only, over all turns and over the original sessions only (appended
    sessions hold only our turns), and the strongest single non-text feature (raw AUC, folded).
@@ -30,8 +30,18 @@ from twistbench.datasets.locomo import load_locomo
 from twistbench.datasets.twist_locomo import dataset_from_payload
 from twistbench.itemgen.locomo2 import build_locomo2
 from twistbench.model import ReversalArc
-from twistbench.validation.baselines import hashed_text
+from twistbench.validation.baselines import (
+    Evaluated,
+    Recipe,
+    folded,
+    hashed_text,
+    logo_predict,
+    nontext_recipes,
+    skeleton_lookup_recipe,
+    text_recipes,
+)
 from twistbench.validation.features import Lexicon, TurnIndex, injected_turns
+from twistbench.validation.shortcuts import _Context, arc_features
 
 
 def pairing(texts: list[str], y: np.ndarray, groups: np.ndarray) -> tuple[int, float]:
@@ -52,21 +62,28 @@ def pairing(texts: list[str], y: np.ndarray, groups: np.ndarray) -> tuple[int, f
     return twinned, best
 
 
-def loco_text(texts: list[str], y: np.ndarray, groups: np.ndarray, members: list[str],
-              drop_twins: bool) -> float:
-    """Raw balanced accuracy of LR on word 1-2-gram counts, leave one group out; with
-    drop_twins, no training item shares its bank member with a test item."""
-    x = hashed_text(texts)["word 1-2-grams"]
-    pred = np.zeros(len(y), int)
+def twin_free_predict(recipe: Recipe, y: np.ndarray, groups: np.ndarray, members: list[str]
+                      ) -> Evaluated:
+    """logo_predict (the gate's split: one conversation held out at a time) with one change:
+    training leaves out every item whose bank member a held-out item uses (its contrast twins)."""
+    pred, score = np.zeros(len(y), np.int64), np.zeros(len(y))
     for g in np.unique(groups):
         test = np.where(groups == g)[0]
         held = {members[i] for i in test}
-        train = np.array([i for i in range(len(y)) if groups[i] != g
-                          and not (drop_twins and members[i] in held)])
-        model = LogisticRegression(max_iter=2000, class_weight="balanced")
-        model.fit(x[train], y[train])
-        pred[test] = model.predict(x[test])
-    return float(balanced_accuracy_score(y, pred))
+        train = np.array([i for i in range(len(y)) if groups[i] != g and members[i] not in held])
+        pred[test], score[test] = recipe.fit_predict(train, test, y)
+    return Evaluated(recipe, pred, score)
+
+
+def best_raw(recipes: list[Recipe], y: np.ndarray, groups: np.ndarray, members: list[str],
+             twin_free: bool) -> tuple[float, float, str]:
+    """(folded, raw, recipe) of the strongest recipe, as classifier_check picks it."""
+    out = []
+    for r in recipes:
+        ev = twin_free_predict(r, y, groups, members) if twin_free else logo_predict(r, y, groups)
+        raw = ev.balanced_accuracy(y)
+        out.append((folded(raw), raw, r.label))
+    return max(out)
 
 
 def loco_auc(x, y: np.ndarray, groups: np.ndarray, scale: bool) -> float:
@@ -85,6 +102,7 @@ def loco_auc(x, y: np.ndarray, groups: np.ndarray, scale: bool) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--locomo", default="/work/shared/data/locomo/locomo10.json")
+    ap.add_argument("--skip-injected", action="store_true", help="skip part 3 (minutes)")
     args = ap.parse_args()
     payload, report = build_locomo2(args.locomo)
     ds = dataset_from_payload(load_locomo(args.locomo), payload, version=report.version,
@@ -111,11 +129,24 @@ def main() -> None:
         twinned, ceiling = pairing(texts, y, g)
         print(f"   {name:14s} {twinned}/{len(y)} twinned; distinct texts {len(set(texts))}; "
               f"ceiling {ceiling:.3f}")
-    print("2. LOCO logistic regression on word 1-2-grams, raw balanced accuracy")
-    for name, texts, y, g, m in (("A.text", ta, ya, ga, ma), ("B.text", tb, yb, gb, mb)):
-        print(f"   {name}: as gated {loco_text(texts, y, g, m, False):.3f}; same-member twins "
-              f"left out of training {loco_text(texts, y, g, m, True):.3f}")
+    print("2. the gate's own recipes (folded / raw balanced accuracy of the strongest), leave "
+          "one conversation out: as gated, and with contrast twins left out of training")
+    ctx = _Context(ds, turns, lex, 0, False)
+    targets = [turns.info(a.conversation, (a.reversal if isinstance(a, ReversalArc)
+                                           else a.turns)[-1]) for a in arcs]
+    xa = np.hstack([turns.features(targets),
+                    np.array([arc_features(ctx, a, t) for a, t in zip(arcs, targets)])])
+    for name, recipes, y, g, m in (
+            ("A.text", text_recipes(ta), ya, ga, ma),
+            ("A.nontext", nontext_recipes(xa, 0), ya, ga, ma),
+            ("B.text", text_recipes(tb), yb, gb, mb),
+            ("B.skeleton", [skeleton_lookup_recipe(sb)], yb, gb, mb)):
+        gated, free = (best_raw(recipes, y, g, m, tf) for tf in (False, True))
+        print(f"   {name:10s} as gated {gated[0]:.3f} / {gated[1]:.3f} ({gated[2]}); twin-free "
+              f"{free[0]:.3f} / {free[1]:.3f} ({free[2]})")
 
+    if args.skip_injected:
+        return
     print("3. find.injected parts (LOCO logistic regression AUC, raw)")
     infos = turns.infos
     ours = injected_turns(ds)
