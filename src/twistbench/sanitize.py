@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote, quote_plus, urlsplit
+from urllib.parse import quote, quote_plus, unquote, urlsplit
 
 from rich.markup import escape as markup_escape
 
@@ -34,11 +34,20 @@ REDACTED = "***redacted***"
 _SECRET_WORDS = frozenset({
     "token", "secret", "password", "passwd", "passphrase", "pwd", "credential", "credentials",
     "bearer", "auth", "authorization", "cookie", "apikey", "privatekey", "accesskey",
+    "secrets", "passwords", "passwds", "cookies",
 })
+# "tokens" is a secret word only after one of these (ACCESS_TOKENS), never alone (max_tokens).
+_TOKENS_AFTER = frozenset({"access", "auth", "api", "bearer", "refresh", "session", "id"})
+# Environment variables whose names look secret but hold the shell's working directory.
+_SHELL_PATH_VARS = frozenset({"PWD", "OLDPWD"})
+# Switch values of secret-named options (use_auth=true) are not secrets: redacting them would hide
+# every "true" in every message.
+_NOT_SECRET_VALUES = frozenset({"true", "false", "none", "null", "yes", "no"})
 _MIN_OPTION_SECRET = 4  # shorter option values would redact ordinary words
 _MIN_ENV_SECRET = 6
 _MIN_PREFIX = 4  # the shortest tail of a cut message that is treated as a leaked prefix
-_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@]*:[^/\s@]*)@")
+# user:password@ or a bare token@ right after the scheme (https://TOKEN@host).
+_USERINFO = re.compile(r"(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/\s@]+)@")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
@@ -53,6 +62,8 @@ def is_secret_name(name: str) -> bool:
     if not words:
         return False
     if any(w in _SECRET_WORDS for w in words):
+        return True
+    if any(w == "tokens" and i and words[i - 1] in _TOKENS_AFTER for i, w in enumerate(words)):
         return True
     return words[-1] in ("key", "keys") and len(words) > 1
 
@@ -69,7 +80,9 @@ def _userinfo_secrets(value: str) -> set[str]:
     try:
         parts = urlsplit(value)
         if parts.password:
-            out.add(parts.password)
+            out |= {parts.password, unquote(parts.password)}  # percent-encoded and as typed
+        elif parts.username and "@" in parts.netloc:
+            out |= {parts.username, unquote(parts.username)}  # a bare token as user-info
     except ValueError:
         pass
     return out
@@ -109,10 +122,12 @@ class Redactor:
             if v is None:
                 continue
             text = str(v)
-            if is_secret_name(str(k)) and len(text) >= _MIN_OPTION_SECRET:
+            if is_secret_name(str(k)) and len(text) >= _MIN_OPTION_SECRET \
+                    and text.lower() not in _NOT_SECRET_VALUES:
                 values.add(text)
             values |= _userinfo_secrets(text)
-        values |= {v for k, v in env.items() if is_secret_name(k) and len(v) >= _MIN_ENV_SECRET}
+        values |= {v for k, v in env.items()
+                   if k not in _SHELL_PATH_VARS and is_secret_name(k) and len(v) >= _MIN_ENV_SECRET}
         self._set(values)
 
     def extended(self, options: Mapping[str, Any]) -> Redactor:

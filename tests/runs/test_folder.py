@@ -121,6 +121,27 @@ def test_url_credentials_are_redacted_in_any_text_and_their_password_everywhere(
     assert r.text("see ftp://u:p@h/") == f"see ftp://{REDACTED}@h/"  # not an option: still
 
 
+def test_a_bare_token_and_a_percent_encoded_password_in_a_url_are_redacted():
+    r = Redactor({"endpoint": "https://ghp_TOKEN12345@api.example.com/v1"}, {})
+    assert r.text("token ghp_TOKEN12345 echoed") == f"token {REDACTED} echoed"
+    assert r.text("GET https://ghp_TOKEN12345@api.example.com/") == \
+        f"GET https://{REDACTED}@api.example.com/"
+    r = Redactor({"endpoint": "https://bob:p%40ss%2Fw0rd@h.example/"}, {})
+    assert "p@ss/w0rd" not in r.text("typed p@ss/w0rd") and "p%40ss" not in r.text("p%40ss%2Fw0rd")
+
+
+def test_a_switch_under_a_secret_name_is_not_a_secret():
+    r = Redactor({"use_auth": "true", "auth_token": "tok-ABCDEFGH"}, {})
+    assert r.text("cache=true tok-ABCDEFGH") == f"cache=true {REDACTED}"
+
+
+def test_the_working_directory_is_not_a_secret(tmp_path):
+    # PWD's name holds the word "pwd"; redacting it hid every relative path in error lines.
+    r = Redactor({}, {"PWD": str(tmp_path), "OLDPWD": str(tmp_path), "DB_PWD": "hunter2-db"})
+    assert r.text(f"error: {tmp_path}/key.json: line 3") == f"error: {tmp_path}/key.json: line 3"
+    assert "hunter2-db" not in r.text("pw hunter2-db")
+
+
 def test_a_message_is_redacted_before_it_is_cut():
     r = Redactor({"token": "tok-ABCDEFGHIJ"}, {})
     cut = r.cut("x" * 95 + "tok-ABCDEFGHIJ", 100)
@@ -133,7 +154,8 @@ def test_a_message_is_redacted_before_it_is_cut():
     ("clientSecret", True), ("password", True), ("DB_PASSWD", True), ("ssh_key", True),
     ("Authorization", True), ("tokenizers", False), ("max_tokens", False), ("key_path", False),
     ("monkey", False), ("keyboard_layout", False), ("top_k", False), ("TOKENIZERS_PARALLELISM",
-                                                                      False)])
+                                                                      False),
+    ("ACCESS_TOKENS", True), ("client_secrets", True), ("passwords", True), ("num_tokens", False)])
 def test_secret_names_are_whole_words(name, secret):
     from twistbench.sanitize import is_secret_name
 
