@@ -24,7 +24,7 @@ test: $(STAMP)
 
 # ruff (lint + import order) with the rules in pyproject's [tool.ruff]; installed by the test extra.
 lint: $(STAMP)
-	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
 
 clean:
 	rm -rf $(VENV) runs/default

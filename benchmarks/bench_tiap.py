@@ -14,7 +14,12 @@ Printed, each the median of --repeats runs in this one process:
          end, or with their inputs prepared);
   the paired bootstrap, 3,000 resamples over the 100,000 queries (one metric, and three
          metrics sharing one draw).
-Goal: ours for three targets < pytrec_eval for one.
+  from files (issue 18's goal): the same inputs written as traces.jsonl, lineage.jsonl and
+         gold.jsonl; ours = read_traces + read_lineage + read_gold + rescore (3 targets x 3
+         metrics); pytrec_eval = reading the same files (orjson, as our reader does) into its
+         run dict and its qrels of ONE target (Source) + RelevanceEvaluator + evaluate.
+Goal: ours for three targets < pytrec_eval for one. The last line is `ratio from files: R`,
+R = ours (3 targets, from files) / pytrec_eval (1 target, from files, dict building included).
 
 Run: .venv/bin/python benchmarks/bench_tiap.py [--queries 100000] [--repeats 3]
 """
@@ -23,9 +28,12 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
+import orjson
 
 from twistbench.audit.metrics import metrics_from_hits, rescore
 from twistbench.audit.targets import (
@@ -35,7 +43,20 @@ from twistbench.audit.targets import (
     code_queries,
     hit_matrices,
 )
-from twistbench.audit.traces import Gold, GoldQuery, Lineage, LineageRow, Trace, TraceRun
+from twistbench.audit.traces import (
+    Gold,
+    GoldQuery,
+    Lineage,
+    LineageRow,
+    Trace,
+    TraceRun,
+    read_gold,
+    read_lineage,
+    read_traces,
+    write_gold_jsonl,
+    write_lineage_jsonl,
+    write_traces_jsonl,
+)
 from twistbench.stats import paired_bootstrap, paired_bootstrap_many
 
 
@@ -172,6 +193,54 @@ def main() -> None:
                           for x in ("recall", "mrr", "ndcg")])
     t_boot3, _ = timed(lambda: paired_bootstrap_many(d3), args.repeats)
     print(f"paired bootstrap, 3,000 resamples, three metrics on one shared draw: {t_boot3:.2f} s")
+    if pytrec_eval is not None:
+        from_files(run, lin, gold, k, args.repeats, pytrec_eval)
+
+
+def from_files(run: TraceRun, lin: Lineage, gold: Gold, k: int, repeats: int,
+               pytrec_eval) -> None:  # noqa: ANN001 - the module
+    with tempfile.TemporaryDirectory() as tmp:
+        tp, lp, gp = Path(tmp) / "traces.jsonl", Path(tmp) / "lineage.jsonl", \
+            Path(tmp) / "gold.jsonl"
+        write_traces_jsonl(tp, run)
+        write_lineage_jsonl(lp, lin.rows)
+        write_gold_jsonl(gp, gold.queries.values())
+        mb = sum(p.stat().st_size for p in (tp, lp, gp)) / 1e6
+
+        def ours():  # noqa: ANN202
+            return rescore(read_traces(tp, fmt="jsonl"), read_lineage(lp), read_gold(gp), k=k)
+
+        def theirs():  # noqa: ANN202
+            by_anchor: dict[tuple[str, str], list[str]] = {}
+            with open(lp, "rb") as fh:
+                for line in fh:
+                    r = orjson.loads(line)
+                    for a in r["sources"]:
+                        by_anchor.setdefault((r["conversation"], a), []).append(r["memory_id"])
+            qrels: dict[str, dict[str, int]] = {}
+            with open(gp, "rb") as fh:
+                for line in fh:
+                    g = orjson.loads(line)
+                    rel = {m: 1 for a in g["anchors"]
+                           for m in by_anchor.get((g["conversation"], a), ())}
+                    if rel:
+                        qrels[g["query_id"]] = rel
+            trec_run: dict[str, dict[str, float]] = {}
+            with open(tp, "rb") as fh:
+                for line in fh:
+                    t = orjson.loads(line)
+                    trec_run[t["query_id"]] = {r["id"]: r["score"] for r in t["results"]}
+            measures = {f"ndcg_cut_{k}", f"recall_{k}", "recip_rank"}
+            return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(trec_run)
+
+        t_ours, rs = timed(ours, repeats)
+        t_theirs, ev = timed(theirs, repeats)
+        diff = max(abs(rs.scores["src"]["ndcg"][i] - ev[q][f"ndcg_cut_{k}"])
+                   for i, q in enumerate(rs.qids) if q in ev)
+        print(f"from files ({mb:.0f} MB): ours, 3 targets x 3 metrics {t_ours:.2f} s; "
+              f"pytrec_eval, 1 target, its dicts built from the files {t_theirs:.2f} s; "
+              f"max |Δ nDCG@{k}| (Source) {diff:.1e}")
+        print(f"ratio from files: {t_ours / t_theirs:.2f}")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,19 @@ def shared_file(*parts: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _embedding_cache_per_session(tmp_path_factory: pytest.TempPathFactory):
+    """Every test session embeds into its own cache file, never the checkout's: a vector left
+    by an earlier session (or another branch's model) must not decide a test."""
+    old = os.environ.get("TWIST_EMBED_CACHE")
+    os.environ["TWIST_EMBED_CACHE"] = str(tmp_path_factory.mktemp("emb") / "embeddings.sqlite3")
+    yield
+    if old is None:
+        os.environ.pop("TWIST_EMBED_CACHE", None)
+    else:
+        os.environ["TWIST_EMBED_CACHE"] = old
+
+
 @pytest.fixture
 def locomo_path() -> Path:
     return shared_file("locomo", "locomo10.json")

@@ -48,7 +48,7 @@ def demo_run(work) -> Path:
     code, _, err = invoke("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--no-progress",
                           "-o", work / "demo")
     assert code == 0, err
-    return work / "demo" / "toy_systems_KeywordToy"
+    return work / "demo" / "keyword-toy"
 
 
 def copy_run(src: Path, dst: Path) -> Path:
@@ -245,7 +245,7 @@ def test_a_manifest_with_a_wrong_typed_value(tmp_path, demo_run, field, value):
 @pytest.mark.parametrize("bad", [{}, {"aligned": "yes"}, {"aligned": True, "evidence": "D1:1"}])
 @pytest.mark.parametrize("verb", ["report", "resume"])
 def test_a_record_of_the_right_json_but_the_wrong_shape(tmp_path, demo_run, bad, verb):
-    run = copy_run(demo_run, tmp_path / "out" / "toy_systems_KeywordToy")
+    run = copy_run(demo_run, tmp_path / "out" / "keyword-toy")
     lines = (run / "items.jsonl").read_text().splitlines()
     i = next(n for n, x in enumerate(lines) if json.loads(x)["track"] == "B")
     rec = json.loads(lines[i])
@@ -337,6 +337,8 @@ def test_numeric_options_of_run(tmp_path, args, flag):
     # the 2.0 LoCoMo key is written, not drawn: a seed would be silently ignored
     (["build", "locomo", "--locomo", "{o}/none.json", "--key", "2.0", "--seed", "1", "-o",
       "{o}/k.json"], "--seed"),
+    (["build", "cs", "--version", "3.0", "-o", "{o}/k.json"], "--version"),
+    (["build", "cs", "--paraphrase", "http://localhost:1/v1", "-o", "{o}/k.json"], "--paraphrase"),
     (["annotate", "export", "demo", "-o", "{o}", "-n", str(10**30)], "--annotators"),
     (["annotate", "export", "demo", "-o", "{o}", "--context", "-1"], "--context"),
     (["annotate", "export", "demo", "-o", "{o}", "--examples", "-1"], "--examples"),

@@ -55,10 +55,10 @@ def test_kill_minus_nine_then_resume_equals_an_uninterrupted_run(tmp_path):
     ref = tmp_path / "ref"
     r = twist("run", *TOY, "-S", "delay=0.15", "-o", str(ref))
     assert r.returncode == 0, r.stderr
-    reference = items(ref / "toy_systems_KeywordToy")
+    reference = items(ref / "keyword-toy")
 
     out = tmp_path / "killed"
-    folder = out / "toy_systems_KeywordToy"
+    folder = out / "keyword-toy"
     proc = subprocess.Popen([sys.executable, "-m", "twistbench.cli", "run", *TOY, "-S",
                              "delay=0.15",
                              "-o", str(out)], env=_env(None), stdout=subprocess.DEVNULL,
@@ -102,7 +102,7 @@ def test_faults_are_counted_and_fail_the_run(tmp_path):
               "0.3", "--no-progress", "-o", str(out))
     assert r.returncode == 1
     assert "error rate" in r.stderr
-    recs = items(out / "toy_systems_FaultyToy")
+    recs = items(out / "faulty-toy")
     errs = [x for x in recs if x["error"]]
     assert errs and all(x["output"] is None for x in errs)
     ok = twist("run", "-d", "demo", "-s", "toy_systems:FaultyToy", "-S", "hang_s=2", "--timeout",
@@ -150,7 +150,7 @@ def test_malformed_key_file_names_record_and_field(tmp_path):
 def test_corrupt_run_file_is_a_clear_error(tmp_path):
     out = tmp_path / "runs"
     assert twist("run", *TOY, "-o", str(out)).returncode == 0
-    f = out / "toy_systems_KeywordToy" / "items.jsonl"
+    f = out / "keyword-toy" / "items.jsonl"
     lines = f.read_text().splitlines()
     lines[2] = "{broken"
     f.write_text("\n".join(lines) + "\n")
@@ -202,6 +202,53 @@ def test_every_command_option_and_argument_has_help_text():
 
     walk(typer.main.get_command(app), ["twist"])
     assert not missing, missing
+
+
+def test_version():
+    import twistbench
+
+    r = twist("--version")
+    assert r.returncode == 0 and r.stdout.strip() == f"twistbench {twistbench.__version__}"
+
+
+def test_labels_name_folders_and_rows_and_a_root_accumulates_in_run_order(tmp_path):
+    out = tmp_path / "runs"
+    r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "toy_systems:KeywordToy",
+              "--no-progress", "-o", str(out))
+    assert r.returncode == 2 and "--label" in r.stderr  # one folder for two runs: refused
+    r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--label", "kw strict",
+              "--label", "extra", "--no-progress", "-o", str(out))
+    assert r.returncode == 2 and "2 label(s) for 1 system(s)" in r.stderr
+    r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "flat-rag", "--label",
+              "kw a", "--label", "kw-a", "--no-progress", "-o", str(out))
+    assert r.returncode == 2 and "share the run folder kw-a" in r.stderr  # before any run
+    assert not out.exists() or not any(out.iterdir())  # nothing half-written
+    r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--label", "zeta kw",
+              "-t", "B", "--no-progress", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (out / "zeta-kw" / "manifest.json").exists()  # the folder follows the label
+    r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-t", "B", "--no-progress",
+              "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert (out / "keyword-toy" / "manifest.json").exists()  # named like its row, not its spec
+    # the second invocation's report still has the first one's run, first (run order, not
+    # alphabetical)
+    md = (out / "report.md").read_text()
+    rows = [line.split("|")[1].strip() for line in md.splitlines()
+            if line.startswith("| ") and not line.startswith("| System")]
+    assert rows[:2] == ["zeta kw", "keyword-toy"]
+    assert "intervals and every metric" in r.stdout and "report.html" in r.stdout
+    # the profile fits 80 columns (lines naming long paths are paths)
+    assert all(len(line) <= 80 for line in r.stdout.splitlines() if " -> " not in line)
+    rep = twist("report", str(out), "--html", str(tmp_path / "r.html"), "--format", "json")
+    assert rep.returncode == 0, rep.stderr
+    data = json.loads(rep.stdout)
+    assert [row["system"] for row in data["profiles"][0]["rows"]] == ["zeta kw", "keyword-toy"]
+    assert (tmp_path / "r.html").read_text().count("<script type='application/json'") == 1
+    named = twist("report", str(out / "keyword-toy"), str(out / "zeta-kw"), "--label", "a",
+                  "--label", "b", "--format", "json")
+    assert [row["system"] for row in json.loads(named.stdout)["profiles"][0]["rows"]] == [
+        "a", "b"]  # the order given, with the names given
 
 
 def test_validate_shortcuts_prints_the_table_writes_json_and_exits_1_on_a_failing_gate(tmp_path):

@@ -6,6 +6,7 @@ a conformance failure); 2 bad input (a clear message naming file, record, field)
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -21,9 +22,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 from rich.table import Table
 from typer.core import TyperGroup
 
+import twistbench
 from twistbench.annotate.adjudicate import adjudicate as adjudicate_key
 from twistbench.annotate.agreement import (
     DEFAULT_MIN_KAPPA,
@@ -42,7 +45,7 @@ from twistbench.audit.tracing import write_traces
 from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.datasets.keyfile import read_key as read_key_doc
 from twistbench.datasets.locomo import dataset_notes
-from twistbench.datasets.paths import cs_key_path
+from twistbench.datasets.paths import cs2_key_path
 from twistbench.datasets.registry import (
     DATASETS,
     DEFAULT_DATASET,
@@ -62,11 +65,16 @@ from twistbench.datasets.versions import (
 from twistbench.errors import InputError
 from twistbench.judges import DEFAULT_JUDGE, make_judge
 from twistbench.model import dump_json_schemas
-from twistbench.records import find_run_folders
 from twistbench.report.compare import compare_folders, render_comparison
+from twistbench.report.html import render_html
 from twistbench.report.plots import plot_profile
 from twistbench.report.runs import export_predictions as export
-from twistbench.report.runs import report_predictions, report_runs
+from twistbench.report.runs import (
+    find_sources,
+    record_run_order,
+    report_predictions,
+    report_runs,
+)
 from twistbench.runs.conform import check_conformance
 from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES
 from twistbench.runs.runner import RunSettings, run_system
@@ -76,6 +84,7 @@ from twistbench.systems import (
     DEFAULT_SYSTEMS,
     available_systems,
     build_system,
+    declared_name,
     make_system,
 )
 from twistbench.systems import (
@@ -104,7 +113,10 @@ class _AuditGroup(TyperGroup):
 audit_app = typer.Typer(add_completion=False, cls=_AuditGroup,
                         help="TIAP: rescore saved retrieval traces under Raw / Source / Canonical "
                         "targets. `twist audit TRACES...`, `twist audit native`, "
-                        "`twist audit labels`.")
+                        "`twist audit labels`. Ranking of a trace: in JSONL the results list is "
+                        "the ranking (equal scores keep the list order); in a TREC run the rank "
+                        "column is ignored and ids are sorted by score descending, ties by docid "
+                        "descending, as trec_eval and pytrec_eval do.")
 app.add_typer(audit_app, name="audit")
 annotate_app = typer.Typer(add_completion=False, help="Blind double annotation of a key "
                            "(whitepaper §6.1): export packets, measure agreement, adjudicate.")
@@ -124,7 +136,7 @@ OptionOpt = Annotated[list[str] | None, typer.Option(
     "-S", help="A system option key=value (repeatable). name.key=value applies to one system "
     "only. Options named like secrets (api_key, token) are never written to disk.")]
 DatasetOpt = Annotated[str | None, typer.Option(
-    "--dataset", "-d", help="Dataset name (see `twist list`) or a key file. Default: twist-cs-1.0 "
+    "--dataset", "-d", help="Dataset name (see `twist list`) or a key file. Default: twist-cs-2.0 "
     "(the built-in demo when no committed key is found).")]
 LocomoOpt = Annotated[Path | None, typer.Option(
     "--locomo", help="Path of locomo10.json, for the LoCoMo-based datasets.")]
@@ -133,10 +145,33 @@ ErrataOpt = Annotated[str | None, typer.Option(
 CrisisOpt = Annotated[bool, typer.Option(
     "--include-crisis", help="Include the opt-in crisis plants (content warning: self-harm-"
     "adjacent phrasings).")]
+DataOpt = Annotated[Path | None, typer.Option(
+    help="For --dataset longmemeval or beam: the benchmark file (longmemeval_s.json) or BEAM "
+    "folder.")]
+GranularityOpt = Annotated[str, typer.Option(
+    help="LongMemEval evidence: turn (has_answer turns) or session (every turn of an answer "
+    "session).")]
+TierOpt = Annotated[str | None, typer.Option(help="BEAM tier, e.g. 1M (default: every tier "
+                                             "found).")]
 AllowGatesOpt = Annotated[bool, typer.Option(
     "--allow-failing-gates", help="Write the key even when it fails a shortcut-audit gate; the "
     "results go into its metadata (2.0+ keys) or beside it as <key>.gates.json (1.0 keys, whose "
     "bytes stay those released).")]
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.print(f"twistbench {twistbench.__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool | None, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the twistbench version and exit.")] = None,
+) -> None:
+    """twistbench: TWIST tracks and TIAP audits for conversational memory."""
 
 
 # Secrets of the options given on this command line (and of the environment): every message
@@ -277,15 +312,19 @@ def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict
     return per
 
 
-def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool):
-    opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis)
+def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool,
+             data: Path | None = None, granularity: str = "turn", tier: str | None = None):
+    opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis, data=data,
+                          granularity=granularity, tier=tier)
     if name is None:
         name = DEFAULT_DATASET
-        if not cs_key_path().exists():
+        if not cs2_key_path().exists():
             err.print("note: no committed TWIST-CS key found; running the built-in demo dataset")
             name = "demo"
     source = {"name": name, "locomo": str(locomo) if locomo else None, "errata": errata,
               "include_crisis": crisis}
+    if data is not None:
+        source.update({"data": str(data), "granularity": granularity, "tier": tier})
     ds = load_dataset(name, opts)
     source["name"] = ds.meta.get("dataset_name", name)  # +errata pinned to its level
     for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
@@ -309,6 +348,9 @@ def run(
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
     include_crisis: CrisisOpt = False,
+    data: DataOpt = None,
+    granularity: GranularityOpt = "turn",
+    tier: TierOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per system call.")] = 30.0,
     ingest_timeout: Annotated[float, typer.Option(
         help="Seconds allowed per ingested session.")] = 300.0,
@@ -328,8 +370,11 @@ def run(
     max_output_bytes: Annotated[int, typer.Option(
         help="Largest output of one call, as JSON; a larger one is an error, not stored.")
     ] = DEFAULT_MAX_OUTPUT_BYTES,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", help="Name of this configuration in reports and of its run folder; one per "
+        "--system, in order. Default: the system's name.")] = None,
 ) -> None:
-    """Run systems through the TWIST tracks and print the profile."""
+    """Run systems through the TWIST tracks and print the profile of every run under -o."""
     failed = []
     try:
         _positive(timeout, "--timeout")
@@ -341,31 +386,40 @@ def run(
             raise InputError("--isolate", f"unknown isolation {isolate!r}", field="isolate",
                              expected="thread or process")
         systems = system or list(DEFAULT_SYSTEMS)
+        labels = _labels(label, systems)
         per = parse_options(option, systems)
         _use_options(per)
         judge_obj = make_judge(judge)
-        ds, source = _dataset(dataset, locomo, errata, include_crisis)
+        ds, source = _dataset(dataset, locomo, errata, include_crisis, data, granularity, tier)
         out = _output_dir(out, "--out")
         settings = RunSettings(tracks=track, timeout_s=timeout, ingest_timeout_s=ingest_timeout,
                                seed=seed, force_new=force_new, conversations=conversation,
                                progress=progress, isolate=isolate,
                                max_output_bytes=max_output_bytes)
-        folders = []
-        for spec in systems:
+        used: dict[Path, str] = {}
+        for spec, name in zip(systems, labels):
             # A picklable factory: rebuilds the system after a timeout, or in the child process.
             factory = functools.partial(build_system, spec, per[spec])
             if isolate == "process":
+                # the system is built only in the child: the folder follows the name its
+                # class declares (its spec when it declares none)
                 sys_obj = None
                 entry = SYSTEM_REGISTRY.get(spec)
                 gold = bool(entry and entry.gold_channel)
+                default_name = declared_name(spec) or spec
             else:
                 sys_obj, entry = make_system(spec, per[spec])
                 gold = entry.gold_channel
-            folder = out / _folder_name(spec)
+                default_name = str(getattr(sys_obj, "name", spec))
+            folder = out / run_folder_name(name or default_name)
+            if folder in used:
+                raise InputError("--system", f"{spec} and {used[folder]} would share the run "
+                                 f"folder {folder}", expected="a --label for each system")
+            used[folder] = spec
             outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
                                  gold_channel=gold, settings=settings, judge=judge_obj,
-                                 dataset_source=source, factory=factory)
-            folders.append(folder)
+                                 dataset_source=source, factory=factory, label=name)
+            record_run_order(out, folder)
             for line in outcome.notes:
                 err.print(f"note: {plain(line)}", highlight=False)
             note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
@@ -375,7 +429,8 @@ def run(
             if outcome.error_rate > max_error_rate:
                 failed.append(f"{outcome.system}: error rate {outcome.error_rate:.3f} > "
                               f"{max_error_rate:g}")
-        _print_report(folders, out)
+        # the report covers every run under the root, earlier invocations' too (run order)
+        _print_report(find_sources([out]).runs, out)
     except InputError as exc:
         _fail_input(exc)
     if failed:
@@ -384,41 +439,95 @@ def run(
         raise typer.Exit(1)
 
 
-def _folder_name(spec: str) -> str:
-    return spec.replace(":", "_").replace("/", "_").replace(".", "_")
+def _labels(labels: list[str] | None, systems: list[str]) -> list[str | None]:
+    """One label per system (None: named after the system); InputError on a count mismatch or
+    a system given twice without labels (its runs would share a folder)."""
+    if labels:
+        if len(labels) != len(systems):
+            raise InputError("--label", f"{len(labels)} label(s) for {len(systems)} system(s)",
+                             expected="one --label per --system, in order")
+        if len(set(labels)) != len(labels):
+            raise InputError("--label", "the same label twice", expected="distinct labels")
+        by_folder: dict[str, list[str]] = {}
+        for x in labels:
+            by_folder.setdefault(run_folder_name(x), []).append(x)
+        for folder, same in by_folder.items():
+            if len(same) > 1:  # refused before any system runs
+                raise InputError("--label", f"labels {' and '.join(map(repr, same))} would "
+                                 f"share the run folder {folder}",
+                                 expected="labels that differ in a letter or digit")
+        return list(labels)
+    if len(set(systems)) != len(systems):
+        raise InputError("--system", "the same system twice",
+                         expected="distinct systems, or a --label for each")
+    return [None] * len(systems)
+
+
+def run_folder_name(name: str) -> str:
+    """A run folder named like its row in the report: the label or the system's name, with
+    anything but letters, digits, '.', '_' and '-' replaced by '-'."""
+    slug = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in name).strip(".-")
+    return slug or "run"
 
 
 def _print_report(folders: list[Path], out: Path | None, fmt: str = "md",
-                  locomo: Path | None = None) -> None:
+                  locomo: Path | None = None, html: Path | None = None,
+                  labels: list[str] | None = None, audits: list[Path] | None = None) -> None:
+    _emit_report(report_runs(folders, locomo=locomo, labels=labels, audits=audits or []), out,
+                 fmt, html)
 
-    _emit_report(report_runs(folders, locomo=locomo), out, fmt)
+
+def _write(path: Path, text: str) -> Path:
+    atomic_write_bytes(path, text.encode("utf-8"))
+    return path
 
 
-def _emit_report(rep, out: Path | None, fmt: str) -> None:  # noqa: ANN001 - RunsReport
-    """Print the profile; with `out`, also write report.md, report.json and profile plots."""
-    written = []
+def _emit_report(rep, out: Path | None, fmt: str,  # noqa: ANN001 - RunsReport
+                 html: Path | None = None) -> None:
+    """Print the profile; with `out`, also write report.md (with the profile pictures),
+    report.json, report.html and profile PNGs there; with `html`, the HTML report there."""
+    written: list[Path] = []
     if out is not None:
         out = _output_dir(out, "--out")
-        atomic_write_bytes(out / "report.md", rep.markdown.encode("utf-8"))
-        atomic_write_bytes(out / "report.json",
-                           (json.dumps(rep.data, indent=2, sort_keys=True) + "\n").encode())
-        written = [out / "report.md", out / "report.json"]
-        for i, profile in enumerate(rep.profiles):
-            written.append(plot_profile(profile, out / f"profile{'' if i == 0 else i + 1}.png"))
+        out.mkdir(parents=True, exist_ok=True)
+        pngs = [plot_profile(p, out / f"profile{'' if i == 0 else i + 1}.png",
+                             latencies=rep.views(p).latencies)
+                for i, p in enumerate(rep.profiles)]
+        written += [_write(out / "report.md", rep.markdown_with_images([p.name for p in pngs])),
+                    _write(out / "report.json",
+                           json.dumps(rep.data, indent=2, sort_keys=True) + "\n"),
+                    _write(out / "report.html", _html(rep))] + pngs
+    if html is not None:
+        html = _output_file(html, "--html")
+        html.parent.mkdir(parents=True, exist_ok=True)
+        written.append(_write(html, _html(rep)))
     if fmt == "json":
         sys.stdout.write(json.dumps(rep.data, indent=2, sort_keys=True) + "\n")
     else:
-        rep.print(console)
-        if written:
-            console.print("report: " + ", ".join(str(w) for w in written), highlight=False)
+        rep.print(console, written=[str(w) for w in written])
+
+
+def _html(rep) -> str:  # noqa: ANN001 - RunsReport
+    names = ", ".join(dict.fromkeys(p.dataset for p in rep.profiles))
+    return render_html(rep, title=f"twistbench report — {names}" if names else
+                       "twistbench report")
 
 
 @app.command()
 def report(
-    runs: Annotated[list[Path], typer.Argument(help="Run folders, or folders of run folders.")],
+    runs: Annotated[list[Path], typer.Argument(
+        help="Run folders, run roots (every run folder under them, in run order) or TIAP audit "
+        "folders (audit.json: their score shifts join the HTML report).")],
     format: Annotated[str, typer.Option("--format", "-f", help="md or json.")] = "md",
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write report.md and "
-                                             "report.json into this folder.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Also write report.md, "
+                                             "report.json, report.html and profile PNGs into "
+                                             "this folder.")] = None,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="Write the self-contained HTML report (profile, plots, item browser) "
+        "to this file.")] = None,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", help="Names for the runs in the report, one per run folder in order "
+        "(default: each run's label or system name).")] = None,
     locomo: LocomoOpt = None,
 ) -> None:
     """Re-score saved runs (no system is called) and print the profile."""
@@ -427,7 +536,10 @@ def report(
     try:
         if out is not None:
             _output_dir(out, "--out")
-        _print_report(find_run_folders(runs), out, format, locomo)
+        if html is not None:
+            _output_file(html, "--html")
+        src = find_sources(runs)
+        _print_report(src.runs, out, format, locomo, html=html, labels=label, audits=src.audits)
     except InputError as exc:
         _fail_input(exc)
 
@@ -491,10 +603,11 @@ def list_(
         table = Table(title=sec)
         if sec == "datasets":
             table.add_column("name")
-            table.add_column("needs --locomo")
+            table.add_column("needs")
             table.add_column("description")
             for d in DATASETS.values():
-                table.add_row(d.name, "yes" if d.needs_locomo else "", d.description)
+                needs = "--locomo" if d.needs_locomo else "--data" if d.needs_data else ""
+                table.add_row(d.name, needs, d.description)
         elif sec == "systems":
             table.add_column("name")
             table.add_column("description")
@@ -546,8 +659,11 @@ def build_cs(
     out: Annotated[Path, typer.Option("--out", "-o", help="Key file to write (its .sha256 "
                                       "goes beside it).")] = Path("twist-cs.json"),
     seed: Annotated[int | None, typer.Option(
-        help="Generator seed; the same seed gives byte-identical output. Default: the v1 "
-        "seed.")] = None,
+        help="Generator seed; the same seed gives byte-identical output. Default: the seed of "
+        "the committed key of that version.")] = None,
+    version: Annotated[str, typer.Option(
+        "--version", help="Key version: 2.0 (written banks, the default) or 1.0 (the first, "
+        "templated key, kept reproducible).")] = "2.0",
     include_crisis: CrisisOpt = False,
     paraphrase: Annotated[str | None, typer.Option(
         help="Rewrite Track A turns through an OpenAI-compatible endpoint (base URL, e.g. "
@@ -558,17 +674,33 @@ def build_cs(
     allow_failing_gates: AllowGatesOpt = False,
 ) -> None:
     """Generate the TWIST-CS workspaces and key; print counts, the shortcut audit and the
-    variety report. A key that fails a shortcut gate is not written (exit 1)."""
+    surface (2.0) or variety (1.0) report. A key that fails a shortcut gate is not written
+    (exit 1)."""
+    try:
+        if version not in ("1.0", "2.0"):
+            raise InputError("--version", f"unknown TWIST-CS version {version!r}",
+                             expected="2.0 or 1.0")
+        if seed is not None:
+            _at_least(seed, 0, "--seed")
+        out = _output_file(out, "--out")
+        if version == "2.0" and paraphrase:
+            raise InputError("--paraphrase", "paraphrasing is a 1.0 option: 2.0 lines are "
+                             "written, not generated", expected="--version 1.0")
+    except InputError as exc:
+        _fail_input(exc)
+    if version == "2.0":
+        # itemgen loads only for `twist build` (ARCHITECTURE.md)
+        from twistbench.itemgen.cs2 import DEFAULT_SEED as SEED_2
+        from twistbench.itemgen.cs2 import run_build
+
+        with _build_gate(allow_failing_gates) as gate:
+            run_build(out=out, seed=SEED_2 if seed is None else seed,
+                      include_crisis=include_crisis, console=console, gate=gate)
+        return
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
     from twistbench.itemgen.paraphrase import ParaphraseConfig
 
-    try:
-        if seed is not None:
-            _at_least(seed, 0, "--seed")
-        out = _output_file(out, "--out")
-    except InputError as exc:
-        _fail_input(exc)
     para = None
     if paraphrase:
         if not model:
@@ -736,15 +868,17 @@ def trace(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for traces.jsonl, "
                                       "lineage.jsonl, gold.jsonl.")],
     dataset: DatasetOpt = None,
-    data: Annotated[Path | None, typer.Option(
-        help="For --dataset longmemeval or beam: the benchmark file or folder.")] = None,
+    data: DataOpt = None,
     option: OptionOpt = None,
     k: Annotated[int, typer.Option("-k", help="Ranked ids per query.")] = 60,
     locomo: LocomoOpt = None,
     errata: ErrataOpt = None,
-    granularity: Annotated[str, typer.Option(help="LongMemEval gold: turn or session.")] = "turn",
-    tier: Annotated[str | None, typer.Option(help="BEAM tier, e.g. 1M.")] = None,
+    granularity: GranularityOpt = "turn",
+    tier: TierOpt = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed per call.")] = 120.0,
+    conversation: Annotated[list[str] | None, typer.Option(
+        "--conversation", help="Only these conversation ids (repeatable).")] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")] = True,
 ) -> None:
     """Write ranked retrieval traces and lineage of a system (input to `twist audit`). Exits 1
     when queries were to be traced and every one of them failed."""
@@ -760,7 +894,10 @@ def trace(
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
         sys_obj, _ = make_system(system, per[system])
         out = _output_dir(out, "--out")
-        rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout, redactor=_redactor)
+        with _trace_progress(progress) as on_conversation:
+            rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout,
+                               conversations=conversation, redactor=_redactor,
+                               on_conversation=on_conversation)
     except InputError as exc:
         _fail_input(exc)
     console.print(f"{rep.traced}/{rep.queries} queries traced ({rep.skipped} skipped, "
@@ -771,6 +908,26 @@ def trace(
                     f"({', '.join(f'{k} {n}' for k, n in sorted(rep.error_kinds.items()))})",
                     label="failed:")
         raise typer.Exit(1)
+
+
+@contextlib.contextmanager
+def _trace_progress(show: bool):
+    """A progress bar over conversations and queries (stderr); yields write_traces' callback."""
+    if not show:
+        yield None
+        return
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+        task = None
+
+        def on_conversation(done: int, total: int, queries_done: int, queries: int) -> None:
+            nonlocal task
+            desc = f"tracing: {queries_done}/{queries} queries, conversations"
+            if task is None:
+                task = bar.add_task(desc, total=total)
+            bar.update(task, completed=done, description=desc)
+
+        yield on_conversation
 
 
 @audit_app.command("traces")
@@ -795,7 +952,10 @@ def audit_traces(
     labels: Annotated[list[Path] | None, typer.Option(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
 ) -> None:
-    """Rescore saved traces under Raw, Source and Canonical targets."""
+    """Rescore saved traces under Raw, Source and Canonical targets.
+
+    JSONL traces rank by list order (equal scores keep it); TREC runs ignore the rank column
+    and rank by score descending, ties by docid descending (trec_eval's rule)."""
     try:
         _at_least(resamples, 1, "--resamples")
         _at_least(seed, 0, "--seed")

@@ -68,15 +68,24 @@ def test_flip_shift_instability_and_recommendation() -> None:
     assert r0["full"]["raw"]["mrr"] == pytest.approx(1.0)
     assert r0["full"]["can"]["mrr"] == pytest.approx((1 / 2 + 1 / 3 + 1 / 2) / 3)
     cmp_ = res.comparisons[0]
-    assert (cmp_["a"], cmp_["b"], cmp_["n"]) == ("turns", "facts", 3)
+    assert (cmp_["a"], cmp_["b"], cmp_["shared"]["n"]) == ("turns", "facts", 3)
     # facts run raw MRR: q1 t1 at rank 3, q2 t2 at rank 4, q3 no t3 -> 1/3, 1/4, 0
     # Δ raw MRR = mean(1 - 1/3, 1 - 1/4, 1 - 0) > 0 ; Δ can MRR = mean(1/2-1, 1/3-1, 1/2-1) < 0
-    assert cmp_["delta"]["raw"]["mrr"]["estimate"] == pytest.approx((2 / 3 + 3 / 4 + 1) / 3)
-    assert cmp_["delta"]["can"]["mrr"]["estimate"] == pytest.approx(-(1 / 2 + 2 / 3 + 1 / 2) / 3)
+    sh = cmp_["shared"]["delta"]
+    assert sh["raw"]["mrr"]["estimate"] == pytest.approx((2 / 3 + 3 / 4 + 1) / 3)
+    assert sh["can"]["mrr"]["estimate"] == pytest.approx(-(1 / 2 + 2 / 3 + 1 / 2) / 3)
     assert cmp_["flips"]["mrr"]["flip"] is True
     assert cmp_["flips"]["mrr"]["winner"] == {"raw": "turns", "src": "tie", "can": "facts"}
+    # per target: Raw on all 4 queries (q4 too: facts ranks t4 second), Canonical on 3
+    pt = cmp_["per_target"]
+    assert (pt["raw"]["n"], pt["src"]["n"], pt["can"]["n"]) == (4, 4, 3)
+    assert pt["raw"]["delta"]["mrr"]["estimate"] == pytest.approx((2 / 3 + 3 / 4 + 1 + 1 / 2) / 4)
+    assert pt["raw"]["why_empty"] is None and cmp_["shared"]["why_empty"] is None
     rec = res.recommendations[0]
-    assert rec["best"]["mrr"] == {"raw": "turns", "src": "tie: facts, turns", "can": "facts"}
+    # Source on all 4 queries: tied on q1..q3 (MRR 1 each), q4 decides (turns 1, facts 1/2)
+    assert rec["best"]["mrr"] == {"raw": "turns", "src": "turns", "can": "facts"}
+    assert rec["means"]["mrr"]["src"] == {"turns": 1.0, "facts": pytest.approx(7 / 8)}
+    assert rec["n"] == {"raw": 4, "src": 4, "can": 3} and rec["shared_n"] == 3
     assert rec["changes"]["mrr"] is True
     # instability, turns run, Raw vs Canonical MRR on 3 shared queries: all change, all >= 0.1
     inst = [e for e in res.instability if e["run"] == "turns" and (e["a"], e["b"]) ==
@@ -185,7 +194,7 @@ def test_deterministic(tmp_path: Path) -> None:
     r1 = audit_runs([(run, lin), (run2, lin)], gold, None, n_resamples=300)
     r2 = audit_runs([(run, lin), (run2, lin)], gold, None, n_resamples=300)
     assert json.dumps(r1.as_dict(), sort_keys=True) == json.dumps(r2.as_dict(), sort_keys=True)
-    d = r1.comparisons[0]["delta"]["src"]["ndcg"]
+    d = r1.comparisons[0]["per_target"]["src"]["delta"]["ndcg"]
     assert d["low"] <= d["estimate"] <= d["high"]
     assert not any(isinstance(v, float) and math.isnan(v) for v in _leaves(r1.as_dict()))
 
@@ -212,7 +221,8 @@ def test_audit_run_folders(tmp_path: Path) -> None:
     res = audit([tmp_path / "a", tmp_path / "b"], out_dir=None, n_resamples=50)
     assert [r["name"] for r in res.runs] == ["a", "b"]
     # identical traces: Δ is exactly 0 everywhere and nothing flips
-    assert res.comparisons[0]["delta"]["src"]["ndcg"]["estimate"] == 0.0
+    assert res.comparisons[0]["per_target"]["src"]["delta"]["ndcg"]["estimate"] == 0.0
+    assert res.comparisons[0]["per_target"]["src"]["winner"]["ndcg"] == "tie"
     assert not any(res.comparisons[0]["flips"][m]["flip"] for m in ("recall", "mrr", "ndcg"))
     (tmp_path / "b" / "gold.jsonl").write_text(
         json.dumps({"query_id": "q0", "anchors": ["D0"]}) + "\n")
@@ -232,11 +242,13 @@ def test_markdown_has_the_paper_tables() -> None:
     res = audit_runs([(TURNS, lin), (FACTS, lin)], _gold(), None, n_resamples=100)
     md = render_audit_markdown(res)
     for heading in ("## Runs and target coverage", "## Score shifts", "## Coverage gap",
-                    "## Query-level instability", "## Run comparisons and winner flips",
+                    "## Query-level instability", "## Run comparisons",
+                    "## Winner flips on the shared subset",
                     "## Design recommendations", "## Contested credits"):
         assert heading in md
     assert "Winner flips: " in md and "| **yes** |" in md
-    assert "| turns vs facts | MRR | 3 |" in md
+    assert "| turns vs facts | MRR | 3 |" in md  # the shared subset
+    assert "| turns vs facts | Canonical | 3 |" in md  # per target
     # the JSON form is plain data (no NaN, no numpy types)
     json.dumps(res.as_dict(), allow_nan=False)
 
@@ -247,4 +259,83 @@ def test_markdown_winner_table() -> None:
     lin = _store()
     md = render_audit_markdown(audit_runs([(TURNS, lin), (FACTS, lin)], _gold(), None,
                                     n_resamples=50))
-    assert "| turns vs facts | MRR | turns | tie | facts |" in md
+    assert "| turns vs facts | MRR | 3 |" in md
+    assert "| turns | tie | facts | yes |" in md  # MRR better under Raw / Source / Canonical
+
+
+# A raw-only store (every memory a raw turn, nothing canonical) and a facts-only store (no raw
+# memory): the shape of flat-rag and fact-rag. No query has all three targets in either.
+def _raw_only() -> Lineage:
+    return Lineage("raw.jsonl", [LineageRow(conversation="c", memory_id=f"t{i}",
+                                            sources=[f"D{i}"], raw=True, canonical=False)
+                                 for i in range(1, 5)])
+
+
+def _facts_only() -> Lineage:
+    return Lineage("facts.jsonl", [LineageRow(conversation="c", memory_id=f"f{i}",
+                                              sources=[f"D{i}"], raw=False, canonical=True)
+                                   for i in range(1, 5)])
+
+
+def test_no_shared_subset_is_never_a_tie_and_says_why() -> None:
+    from twistbench.audit.report import render_audit_markdown
+
+    raw = _run("raw", {f"q{i}": [f"t{i}", "t1"] if i != 1 else ["t2", "t1"] for i in range(1, 5)})
+    facts = _run("facts", {f"q{i}": [f"f{i}"] for i in range(1, 5)})
+    res = audit_runs([(raw, _raw_only()), (facts, _facts_only())], _gold(), None, n_resamples=50)
+    cmp_ = res.comparisons[0]
+    pt = cmp_["per_target"]
+    assert (pt["raw"]["n"], pt["src"]["n"], pt["can"]["n"]) == (0, 4, 0)
+    assert pt["raw"]["why_empty"] == "facts has no Raw target"
+    assert pt["can"]["why_empty"] == "raw has no Canonical target"
+    assert pt["raw"]["winner"] == {"recall": None, "mrr": None, "ndcg": None}
+    # Source: raw run MRR 1/2, 1, 1, 1 vs facts 1, 1, 1, 1 -> Δ = -1/8, facts better
+    assert pt["src"]["delta"]["mrr"]["estimate"] == pytest.approx(-1 / 8)
+    assert pt["src"]["winner"]["mrr"] == "facts"
+    assert cmp_["shared"]["n"] == 0
+    assert cmp_["shared"]["why_empty"] == ("raw has no Canonical target; facts has no Raw "
+                                           "target")
+    assert all(cmp_["flips"][m]["flip"] is None for m in ("recall", "mrr", "ndcg"))
+    rec = res.recommendations[0]
+    assert rec["best"]["mrr"] == {"raw": None, "src": "facts", "can": None}
+    assert rec["n"] == {"raw": 0, "src": 4, "can": 0} and rec["changes"]["mrr"] is False
+    md = render_audit_markdown(res)
+    assert "None" not in md
+    na = " | ".join(["n/a"] * 3 + ["n/a (n = 0)"] * 3)
+    assert f"| raw vs facts | Raw | 0 | {na} |" in md
+    assert f"| raw vs facts | Canonical | 0 | {na} |" in md
+    # Source is compared: Recall@4 is 1 for both on every query (a real tie, n = 4)
+    assert "| raw vs facts | Source | 4 | +0.000 [+0.000, +0.000] | -0.125" in md
+    assert "- raw vs facts, Raw: n = 0 (facts has no Raw target)." in md
+    assert "- raw vs facts: no shared subset (n = 0): raw has no Canonical target; facts has " \
+           "no Raw target." in md
+    assert "Winner flips: 0 of 0 comparison × metric cells" in md
+
+
+def test_two_raw_only_stores_are_compared_under_raw_and_source() -> None:
+    a = _run("a", {f"q{i}": [f"t{i}"] for i in range(1, 5)})
+    b = _run("b", {f"q{i}": ["t1", f"t{i}"] for i in range(1, 5)})
+    res = audit_runs([(a, _raw_only()), (b, _raw_only())], _gold(), None, n_resamples=50)
+    pt = res.comparisons[0]["per_target"]
+    assert (pt["raw"]["n"], pt["src"]["n"], pt["can"]["n"]) == (4, 4, 0)
+    # b ranks t1 first: MRR 1, 1/2, 1/2, 1/2 against a's 1, 1, 1, 1 -> Δ = 3/8, a better
+    assert pt["raw"]["delta"]["mrr"]["estimate"] == pytest.approx(3 / 8)
+    assert pt["raw"]["winner"]["mrr"] == "a" and pt["src"]["winner"]["mrr"] == "a"
+    assert pt["can"]["why_empty"] == "a has no Canonical target; b has no Canonical target"
+
+
+def test_partial_coverage_compares_each_target_on_its_own_queries() -> None:
+    # run b errored on q1 and has no trace for q2: every target compares on q3, q4 only;
+    # Canonical (no f4 in this store) on q3 alone
+    lin = _store()
+    b = TraceRun("b", "b.jsonl", 4, {q: Trace(q, ids, [1.0] * len(ids), 4) for q, ids in
+                                     {"q3": ["f3", "t3"], "q4": ["t4"]}.items()},
+                 errors={"q1": "timeout"})
+    res = audit_runs([(TURNS, lin), (b, lin)], _gold(), None, n_resamples=50)
+    cmp_ = res.comparisons[0]
+    pt = cmp_["per_target"]
+    assert (pt["raw"]["n"], pt["src"]["n"], pt["can"]["n"]) == (2, 2, 1)
+    assert cmp_["shared"]["n"] == 1
+    # Raw MRR: turns 1, 1 (q3, q4); b 1/2, 1 -> Δ = 1/4
+    assert pt["raw"]["delta"]["mrr"]["estimate"] == pytest.approx(1 / 4)
+    assert res.runs[1]["errors"] == 1 and res.runs[1]["missing"] == 1

@@ -151,3 +151,16 @@ def test_load_audit_corpus_locomo(locomo_path: Path, tmp_path: Path) -> None:
     assert len(read_gold(files["gold"]).queries) == 1536
     with pytest.raises(InputError, match="unknown audit corpus"):
         load_audit_corpus("msmarco", locomo_path)
+
+
+def test_manifest_names_the_embedding_model_only_when_one_embedded(tmp_path: Path,
+                                                                  monkeypatch) -> None:
+    from twistbench.retrieval import dense
+
+    monkeypatch.setattr(dense, "used", False)
+    write_traces(NativeStore("lexical", 1), _dataset(), tmp_path / "lex", k=5)
+    lex = json.loads((tmp_path / "lex" / "trace_manifest.json").read_text())
+    assert lex["embedding_model"] is None
+    write_traces(NativeStore("dense", 1), _dataset(), tmp_path / "dense", k=5)
+    den = json.loads((tmp_path / "dense" / "trace_manifest.json").read_text())
+    assert den["embedding_model"] == dense.model_id() and "model=" in den["embedding_model"]

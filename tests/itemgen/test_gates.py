@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 from twistbench.cli import app
 from twistbench.datasets.twist_cs import load_cs_dataset
 from twistbench.datasets.twist_locomo import load_locomo_dataset
+from twistbench.itemgen import cs2
 from twistbench.itemgen import cs_workspace as cs
 from twistbench.itemgen import locomo_inject as li
 from twistbench.itemgen.gate import KeyGate
@@ -78,14 +79,36 @@ def test_cs_1_0_build_with_failing_gates_allowed_reproduces_the_released_bytes(t
     # build writes only with --allow-failing-gates, byte for byte the committed key, and the
     # results go beside it.
     out = tmp_path / "twist-cs-1.0.json"
-    r = subprocess.run([sys.executable, "-m", "twistbench.cli", "build", "cs", "--out", str(out),
-                        "--allow-failing-gates"], capture_output=True, text=True, timeout=900)
+    r = subprocess.run([sys.executable, "-m", "twistbench.cli", "build", "cs", "--version", "1.0",
+                        "--out", str(out), "--allow-failing-gates"],
+                       capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr
     assert out.read_bytes() == (REPO / "data" / "twist-cs-1.0.json").read_bytes()
     side = json.loads(shortcuts.gates_sidecar(out).read_text())
     failed = {c["id"] for c in side["checks"] if c["passed"] is False}
     assert {"B.text", "find.items", "D.masking", "surface.duplicates"} <= failed
     assert "Shortcut audit" in r.stdout
+
+
+@pytest.mark.slow
+def test_cs_2_0_build_passes_every_gate_and_reproduces_the_committed_bytes(tmp_path):
+    # The real battery on TWIST-CS 2.0 (the default of `twist build cs`): every gate passes, so
+    # it is written without --allow-failing-gates, byte for byte the committed key (its meta
+    # holds the results just measured), and nothing goes beside it.
+    out = tmp_path / "twist-cs-2.0.json"
+    r = subprocess.run([sys.executable, "-m", "twistbench.cli", "build", "cs", "--out", str(out)],
+                       capture_output=True, text=True, timeout=1800)
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes() == (REPO / "data" / "twist-cs-2.0.json").read_bytes()
+    assert not shortcuts.gates_sidecar(out).exists()
+    assert "Shortcut audit" in r.stdout and "differ from the record" not in r.stdout
+
+
+def test_cs_2_0_build_refuses_a_failing_key_and_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setattr(shortcuts, "run_gates", canned(False))
+    with pytest.raises(shortcuts.GatesFailed, match="B.text 0.980"):
+        cs2.run_build(out=tmp_path / "k.json", gate=shortcuts.BuildGate())
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_locomo_build_refuses_then_reproduces_1_0_bytes_then_records_2_0(

@@ -140,6 +140,17 @@ def test_phone_not_leaked(text):
     assert not phone_leaked(text, "555-0123")
 
 
+@pytest.mark.parametrize("text", ["five five five, zero one two three",
+                                  "it's Five Five Five oh one two three", "555, zero one 2 3"])
+def test_phone_leaks_when_spelled_out(text):
+    assert phone_leaked(text, "555-0123")
+
+
+def test_spelled_words_that_are_not_the_number_do_not_leak():
+    assert not phone_leaked("one of the five people said zero", "555-0123")
+    assert not phone_leaked("five five five, zero one two four", "555-0123")
+
+
 def test_phone_international_value_without_country_code():
     assert phone_leaked("reach her at 20 7946 0018", "+44 20 7946 0018")
     assert phone_leaked("reach her at 020 7946 0018", "020 7946 0018")
@@ -151,6 +162,13 @@ def test_phone_international_value_without_country_code():
                                   "mail: DAVE.SMITH@EXAMPLE.COM."])
 def test_email_leaks_ignoring_case_and_spacing(text):
     assert email_leaked(text, "dave.smith@example.com")
+
+
+def test_email_leaks_with_digits_said_as_words():
+    assert email_leaked("dana dot ortiz seven at homemail dot example",
+                        "dana.ortiz7@homemail.example")
+    assert not email_leaked("dana dot ortiz eight at homemail dot example",
+                            "dana.ortiz7@homemail.example")
 
 
 def test_email_not_leaked():

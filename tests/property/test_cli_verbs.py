@@ -71,7 +71,7 @@ def demo_run(tmp_path_factory) -> Path:
     code, _, err = invoke("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--no-progress",
                           "-o", out)
     assert code == 0, err
-    return out / "toy_systems_KeywordToy"
+    return out / "keyword-toy"
 
 
 @pytest.fixture(scope="module")

@@ -97,3 +97,23 @@ def test_compare_folders_refuses_different_keys(tmp_path):
     with pytest.raises(InputError) as ei:
         compare_folders(tmp_path / "a", tmp_path / "b")
     assert "other" in str(ei.value)
+
+
+def test_item_types_nobody_answered_are_not_tests_and_small_p_prints_as_a_bound():
+    # B:aligned: 20 items run 1 right and run 2 wrong -> p = 2 / 2**20 < 1e-4
+    r1 = outs([1] * 20, "B:aligned") + outs([1, 1], "C:current")
+    r2 = outs([0] * 20, "B:aligned") + [ItemOutcome(item_id="other", item_type="C:current",
+                                                    conversation="c", value=1)]
+    cmp = compare_outcomes(r1, r2, "one", "two", "toy", "sha")
+    by = {t.item_type: t for t in cmp.tests}
+    assert by["B:aligned"].p == pytest.approx(binomtest(0, 20, 0.5).pvalue)
+    assert by["C:current"].n == 0 and by["C:current"].p is None
+    assert by["C:current"].p_holm is None
+    # Holm over the one real test: unchanged
+    assert by["B:aligned"].p_holm == pytest.approx(by["B:aligned"].p)
+    md = render_comparison(cmp)
+    row = next(line for line in md.splitlines() if line.startswith("| B:aligned"))
+    assert "| < 1e-4 | < 1e-4 |" in row and "0.0000" not in md
+    assert not any(line.startswith("| C:current") for line in md.splitlines())
+    assert "Not compared (no item of the type answered by both runs): C:current (only one: " \
+           "2, only two: 1)" in md

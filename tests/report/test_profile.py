@@ -68,14 +68,18 @@ def test_profile_markdown_has_na_not_zero_and_the_key_under_the_table():
     only_recall = scores(Capabilities(recall=True))
     prof = build_profile([ProfileEntry("recall-only", only_recall)])
     md = render_profile_markdown(prof)
+    head = next(line for line in md.splitlines() if line.startswith("| System"))
     row = next(line for line in md.splitlines() if line.startswith("| recall-only"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    # A online, A batch, B and D are declined: N/A
-    assert cells[2] == cells[3] == cells[4] == cells[6] == "N/A"
+    # A online, A batch, B and D are declined for the only row: no column of their own, and
+    # each N/A reason is listed under the table
+    assert [c.strip() for c in head.strip("|").split("|")][1:] == [
+        "LoCoMo: F1 ↑ / evidence recall ↑", "C: current ↑ / stale ↓"]
     assert "sha256 `builtin`" in md and "demo-1" in md
     assert "recall-only · D: N/A — system declares no safety layer" in md
+    assert "recall-only · A online: N/A" in md and "recall-only · B: N/A" in md
     # nothing was answered: "no items", never 0
-    assert "no items" in cells[5]
+    assert cells[2] == "no items / no items · 4 missing"
 
 
 def test_json_holds_everything():
@@ -124,7 +128,8 @@ def two_runs(tmp_path_factory):
 def test_report_runs_rescores_folders(two_runs):
     rep = report_runs([two_runs / "kw", two_runs / "kw-C"])
     assert len(rep.profiles) == 1
-    assert [r.system for r in rep.profiles[0].rows] == ["keyword-toy"] * 2
+    # two runs of one system are told apart by their folders
+    assert [r.system for r in rep.profiles[0].rows] == ["keyword-toy (kw)", "keyword-toy (kw-C)"]
     only_c = rep.profiles[0].rows[1]
     assert only_c.cells["B"].status == "n/a" and only_c.cells["B"].reason == "not selected"
     assert only_c.cells["C"].status == "scored"
@@ -175,19 +180,42 @@ def test_plot_profile_writes_an_image(two_runs, tmp_path):
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 5000
 
 
-def test_console_table_shows_pairs_with_counts_and_leaves_out_all_na_columns(two_runs):
-    from rich.console import Console
+def test_a_name_that_reads_as_mathtext_is_drawn_as_text(two_runs, tmp_path):
+    import warnings
 
-    from twistbench.report.render import console_table, render_compact_pair
+    from twistbench.report.plots import as_text, plot_profile
+
+    # matplotlib reads '$...$' as math: this label raised ValueError (exit 3 from twist report)
+    names = ["$\\nope{$", "bell\x07 $5"]
+    prof = report_runs([two_runs / "kw", two_runs / "kw-C"], labels=names).profiles[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a control character would warn of a missing glyph
+        out = plot_profile(prof, tmp_path / "profile.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert as_text(names[0]) == "\\$\\nope{\\$" and as_text(names[1]) == "bell\\x07 \\$5"
+
+
+def test_terminal_profile_fits_80_columns_with_counts_and_grouped_na(two_runs):
+    from twistbench.report.terminal import profile_lines
 
     rep = report_runs([two_runs / "kw", two_runs / "kw-C"])
-    console = Console(width=200, record=True)
-    console.print(console_table(rep.profiles[0]))
-    text = console.export_text()
-    assert "D" not in [c.header.split("\n")[0] for c in console_table(rep.profiles[0]).columns]
-    c_pair = rep.profiles[0].rows[0].cells["C"].pair
-    assert render_compact_pair(c_pair).splitlines()[0] in text
-    assert f"{int(c_pair.primary.k)}/{c_pair.primary.n}" in text
-    assert "N/A" in text  # the C-only run has no B
-    with pytest.raises(TypeError):
-        render_compact_pair(c_pair.primary)
+    prof = rep.profiles[0]
+    lines = [t.plain for t in profile_lines(prof, width=80)]
+    assert all(len(ln) <= 80 for ln in lines), [ln for ln in lines if len(ln) > 80]
+    c_pair = prof.rows[0].cells["C"].pair
+    at = lines.index("C · current ↑ / stale ↓")
+    row = lines[at + 1]
+    assert row.startswith("  keyword-toy (kw) ") and f"{c_pair.primary.value:.2f}" in row
+    assert f"{int(c_pair.primary.k)}/{c_pair.primary.n}" in row
+    # the C-only run's four unselected columns are one line, not four
+    na = [ln for ln in lines if ln.startswith("N/A ")]
+    assert sum("not selected" in ln for ln in na) == 1
+    assert "keyword-toy (kw-C) — not selected" in next(ln for ln in na if "not selected" in ln)
+    # D is N/A for both rows (for different reasons): no block of its own
+    assert not any(ln.startswith("D · ") for ln in lines)
+    assert any(ln.startswith("N/A D: keyword-toy (kw) — system declares no safety") for ln in na)
+    assert not any("report.md" in ln for ln in lines)  # nothing written, nothing named
+    assert "report.md" in profile_lines(prof, 80, written=["out/report.md"])[-1].plain
+    # wide enough: one line per system with every column side by side
+    wide = [t.plain for t in profile_lines(prof, width=200)]
+    assert sum(ln.startswith("keyword-toy") for ln in wide) == 2

@@ -59,7 +59,7 @@ def test_a_held_lock_is_refused_naming_its_owner_and_a_dead_one_is_taken_over(tm
 
 
 def test_a_second_twist_run_on_a_locked_folder_exits_2_with_one_line(tmp_path):
-    folder = tmp_path / "out" / "toy_systems_KeywordToy"
+    folder = tmp_path / "out" / "keyword-toy"
     holder = _holder(folder)
     try:
         env = dict(os.environ, PYTHONPATH=str(TESTS))
@@ -238,5 +238,5 @@ def test_isolate_process_from_the_command_line(tmp_path):
                         str(tmp_path / "o")], capture_output=True, text=True, env=env,
                        timeout=300)
     assert r.returncode == 0, r.stderr
-    man = json.loads((tmp_path / "o" / "toy_systems_KeywordToy" / "manifest.json").read_text())
+    man = json.loads((tmp_path / "o" / "keyword-toy" / "manifest.json").read_text())
     assert man["limits"]["isolate"] == "process" and man["counts"]["errors"] == 0

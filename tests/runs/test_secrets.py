@@ -103,8 +103,7 @@ def test_no_secret_in_any_file_or_on_the_terminal(tmp_path, env):
         assert not leaks(f.read_bytes()), (f, leaks(f.read_bytes()))
     for text in printed:
         assert not leaks(text.encode("utf-8")), leaks(text.encode("utf-8"))
-    items = (tmp_path / "runs" / f"{spec.replace(':', '_').replace('/', '_').replace('.', '_')}"
-             / "items.jsonl").read_text()
+    items = (tmp_path / "runs" / SecretEcho.name / "items.jsonl").read_text()  # named like its row
     assert "***redacted***" in items  # the echo was there, and was scrubbed
     man = json.loads(next(tmp_path.rglob("manifest.json")).read_text())
     assert man["system"]["config"]["max_tokens"] == 512  # a name with "token" inside it

@@ -141,3 +141,16 @@ def test_rates_over_a_handful_of_answers_are_shown_not_gated():
     assert c.value is not None and c.passed is None and "too few to gate" in c.note
     assert d.value is not None and d.passed is None and "too few to gate" in d.note
     assert rep.passed
+
+
+def test_measured_with_names_the_battery_revision_and_the_judge_version(monkeypatch):
+    from twistbench.validation import shortcuts
+
+    now = shortcuts.measured_with()
+    assert now == {"battery": f"twistbench.validation.shortcuts@{shortcuts.BATTERY_REVISION}",
+                   "judge": f"structural@{StructuralJudge.version}"}
+    assert shortcuts.BuildGate().measured_with() == now
+    monkeypatch.setattr(StructuralJudge, "version", StructuralJudge.version + "-next")
+    monkeypatch.setattr(shortcuts, "BATTERY_REVISION", "next")
+    later = shortcuts.measured_with()
+    assert later["judge"] != now["judge"] and later["battery"] != now["battery"]

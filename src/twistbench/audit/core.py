@@ -9,10 +9,13 @@ What it computes (TIAP §3-§5), all on fixed saved rankings:
   (independent-groups bootstrap) and as the mean run-level gap;
 - instability: per run and target pair, the share of queries whose score changes at all and by
   at least `min_change`, overall and per query category;
-- run comparisons: Δ_t(A, B) = M_t(A) - M_t(B) per target on the queries eligible under every
-  target in both runs, paired bootstrap CI, and winner flips (Δ changes sign across targets);
+- run comparisons: Δ_t(A, B) = M_t(A) - M_t(B) per target on the queries eligible under t in
+  both runs (n per target), paired bootstrap CI; the same on the shared subset (eligible under
+  all three targets in both runs) with winner flips (Δ changes sign across targets). An empty
+  subset is n = 0 with the reason (which run lacks which target), never a tie;
 - design recommendations: per group of configurations, the best one per metric and target on
-  the group's shared subset, and whether it changes with the target;
+  the queries eligible under that target in every member, and whether it changes with the
+  target;
 - contested credits (raw_miss / source_hit / canonical_hit) with a CSV template for raters, and
   the semantic audit of any labels given.
 Outputs in `out_dir`: audit.json, audit.md, per_query.jsonl, contested_cases.jsonl,
@@ -35,6 +38,7 @@ from twistbench.audit.metrics import METRICS, VARIANTS, TraceScores, rescore, se
 from twistbench.audit.report import render_audit_markdown
 from twistbench.audit.result import AuditConfig, AuditResult, clean_json
 from twistbench.audit.targets import (
+    TARGET_LABELS,
     TARGETS,
     build_targets,
     code_lineage,
@@ -46,6 +50,7 @@ from twistbench.audit.traces import (
     Lineage,
     Trace,
     TraceRun,
+    bulk_build,
     read_gold,
     read_lineage,
     read_traces,
@@ -169,59 +174,91 @@ def _sign(x: float) -> int:
     return 1 if x > 0 else -1
 
 
+def _common_rows(members: Sequence[TraceScores], targets: Sequence[str]) -> list[np.ndarray]:
+    """Per member, the row indices of the queries eligible under every one of `targets` in
+    every member (gold order of the first member)."""
+    ok = [{q for q, c in zip(rs.qids, rs.covered(targets)) if c} for rs in members]
+    common = set.intersection(*ok) if ok else set()
+    qset = [q for q in members[0].qids if q in common] if members else []
+    out = []
+    for rs in members:
+        idx = {q: i for i, q in enumerate(rs.qids)}
+        out.append(np.asarray([idx[q] for q in qset], dtype=np.int64))
+    return out
+
+
+def why_empty(members: Sequence[TraceScores], targets: Sequence[str]) -> str:
+    """Why no query is eligible under `targets` in every one of `members`: the runs that lack
+    a target altogether, or else that their eligible queries do not overlap."""
+    lacking = [f"{rs.name} has no {TARGET_LABELS[t]} target" for rs in members for t in targets
+               if not rs.eligible(t).any()]
+    if lacking:
+        return "; ".join(lacking)
+    names = " and ".join(TARGET_LABELS[t] for t in targets)
+    return f"no query is eligible under {names} in every run"
+
+
+def _winner(a: str, b: str, iv: dict[str, Any]) -> str | None:
+    """The better run by the point estimate; None when nothing was compared (n = 0)."""
+    if iv["n"] == 0:
+        return None
+    s = _sign(iv["estimate"])
+    return a if s > 0 else b if s < 0 else "tie"
+
+
 def _compare(ra: TraceScores, rb: TraceScores, n_resamples: int, seed: int,
              conf: float) -> dict[str, Any]:
-    ib = {q: i for i, q in enumerate(rb.qids)}
-    ia_list, ib_list = [], []
-    ca, cb = ra.covered(TARGETS), rb.covered(TARGETS)
-    for i, q in enumerate(ra.qids):
-        j = ib.get(q)
-        if j is not None and ca[i] and cb[j]:
-            ia_list.append(i)
-            ib_list.append(j)
-    ia = np.asarray(ia_list, dtype=np.int64)
-    jb = np.asarray(ib_list, dtype=np.int64)
-    cols, keys = [], []
+    """Δ_t(A, B) per target on the queries eligible under t in both runs (n per target), and
+    on the shared subset (eligible under all three targets in both runs) with winner flips.
+    An empty subset is n = 0 with the reason, never a tie."""
+    per_target: dict[str, Any] = {}
     for t in TARGETS:
-        for m in METRICS:
-            cols.append(ra.scores[t][m][ia] - rb.scores[t][m][jb])
-            keys.append((t, m))
-    diffs = np.column_stack(cols) if cols else np.zeros((0, 0))
-    ivs = paired_bootstrap_many(diffs, n_resamples, seed, conf)
-    delta: dict[str, dict[str, Any]] = {t: {} for t in TARGETS}
-    for (t, m), iv in zip(keys, ivs):
-        delta[t][m] = _iv(iv)
+        ia, jb = _common_rows((ra, rb), (t,))
+        diffs = np.column_stack([ra.scores[t][m][ia] - rb.scores[t][m][jb] for m in METRICS])
+        ivs = paired_bootstrap_many(diffs, n_resamples, seed, conf)
+        delta = {m: _iv(iv) for m, iv in zip(METRICS, ivs)}
+        per_target[t] = {"n": int(ia.size), "delta": delta,
+                         "winner": {m: _winner(ra.name, rb.name, delta[m]) for m in METRICS},
+                         "why_empty": None if ia.size else why_empty((ra, rb), (t,))}
+    ia, jb = _common_rows((ra, rb), TARGETS)
+    cols = [ra.scores[t][m][ia] - rb.scores[t][m][jb] for t in TARGETS for m in METRICS]
+    ivs = paired_bootstrap_many(np.column_stack(cols), n_resamples, seed, conf)
+    shared_delta: dict[str, dict[str, Any]] = {t: {} for t in TARGETS}
+    for (t, m), iv in zip([(t, m) for t in TARGETS for m in METRICS], ivs):
+        shared_delta[t][m] = _iv(iv)
     flips: dict[str, Any] = {}
     for m in METRICS:
-        signs = {t: _sign(delta[t][m]["estimate"]) for t in TARGETS}
-        robust = {t: (1 if delta[t][m]["low"] > 0 else -1 if delta[t][m]["high"] < 0 else 0)
-                  for t in TARGETS if not math.isnan(delta[t][m]["low"])}
-        winner = {t: (ra.name if s > 0 else rb.name if s < 0 else "tie")
-                  for t, s in signs.items()}
-        flips[m] = {"winner": winner,
+        if ia.size == 0:  # nothing to flip: no query is scored under all three targets
+            flips[m] = {"winner": {t: None for t in TARGETS}, "flip": None, "flip_ci": None}
+            continue
+        signs = {t: _sign(shared_delta[t][m]["estimate"]) for t in TARGETS}
+        robust = {t: (1 if shared_delta[t][m]["low"] > 0 else
+                      -1 if shared_delta[t][m]["high"] < 0 else 0)
+                  for t in TARGETS if not math.isnan(shared_delta[t][m]["low"])}
+        flips[m] = {"winner": {t: _winner(ra.name, rb.name, shared_delta[t][m])
+                               for t in TARGETS},
                     "flip": 1 in signs.values() and -1 in signs.values(),
                     "flip_ci": 1 in robust.values() and -1 in robust.values()}
-    return {"a": ra.name, "b": rb.name, "n": int(ia.size), "delta": delta, "flips": flips}
+    return {"a": ra.name, "b": rb.name, "per_target": per_target,
+            "shared": {"n": int(ia.size), "delta": shared_delta,
+                       "why_empty": None if ia.size else why_empty((ra, rb), TARGETS)},
+            "flips": flips}
 
 
 def _recommend(group: str, members: Sequence[TraceScores]) -> dict[str, Any]:
-    common: set[str] | None = None
-    for rs in members:
-        ok = {q for q, c in zip(rs.qids, rs.covered(TARGETS)) if c}
-        common = ok if common is None else common & ok
-    qset = sorted(common or ())
-    sel: dict[str, np.ndarray] = {}
-    for rs in members:
-        idx = {q: i for i, q in enumerate(rs.qids)}
-        sel[rs.name] = np.asarray([idx[q] for q in qset], dtype=np.int64)
-    means: dict[str, dict[str, dict[str, float]]] = {}
-    best: dict[str, dict[str, str | None]] = {}
-    changes: dict[str, bool] = {}
-    for m in METRICS:
-        means[m] = {}
-        best[m] = {}
-        for t in TARGETS:
-            vals = {rs.name: _nanmean(rs.scores[t][m][sel[rs.name]]) for rs in members}
+    """The best configuration per metric and target, each target on the queries eligible under
+    it in every member (n per target); a target no query is eligible under has no best, and
+    the reason is given."""
+    means: dict[str, dict[str, dict[str, float]]] = {m: {} for m in METRICS}
+    best: dict[str, dict[str, str | None]] = {m: {} for m in METRICS}
+    n: dict[str, int] = {}
+    why: dict[str, str | None] = {}
+    for t in TARGETS:
+        rows = _common_rows(members, (t,))
+        n[t] = int(rows[0].size) if rows else 0
+        why[t] = None if n[t] else why_empty(members, (t,))
+        for m in METRICS:
+            vals = {rs.name: _nanmean(rs.scores[t][m][r]) for rs, r in zip(members, rows)}
             means[m][t] = vals
             finite = {k: v for k, v in vals.items() if not math.isnan(v)}
             if finite:
@@ -230,9 +267,10 @@ def _recommend(group: str, members: Sequence[TraceScores]) -> dict[str, Any]:
                 best[m][t] = winners[0] if len(winners) == 1 else "tie: " + ", ".join(winners)
             else:
                 best[m][t] = None
-        picks = {b for b in best[m].values() if b is not None}
-        changes[m] = len(picks) > 1
-    return {"group": group, "configurations": [rs.name for rs in members], "n": len(qset),
+    changes = {m: len({b for b in best[m].values() if b is not None}) > 1 for m in METRICS}
+    shared = _common_rows(members, TARGETS)
+    return {"group": group, "configurations": [rs.name for rs in members], "n": n,
+            "shared_n": int(shared[0].size) if shared else 0, "why_empty": why,
             "means": means, "best": best, "changes": changes}
 
 
@@ -352,7 +390,8 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
     for run, lin in runs:
         key = id(lin)
         if key not in coded:
-            coded[key] = code_lineage(lin)
+            with bulk_build():
+                coded[key] = code_lineage(lin)
         scores[run.name] = rescore(run, coded[key], gold, kk, metric_variant)
     by_name = {r.name: (r, lin) for r, lin in runs}
     ordered = [scores[n] for n in names]

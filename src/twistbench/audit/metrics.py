@@ -27,7 +27,7 @@ from twistbench.audit.targets import (
     code_queries,
     hit_matrices,
 )
-from twistbench.audit.traces import Gold, Lineage, TraceRun
+from twistbench.audit.traces import Gold, Lineage, TraceRun, bulk_build
 
 METRICS: tuple[str, ...] = ("recall", "mrr", "ndcg")
 METRIC_LABELS = {"recall": "Recall@{k}", "mrr": "MRR", "ndcg": "nDCG@{k}"}
@@ -133,9 +133,10 @@ def rescore(run: TraceRun, lineage: Lineage | CodedLineage, gold: Gold, k: int |
     """
     k = int(k if k is not None else (run.k or 60))
     discounts(k, variant)  # validates the variant name early
-    cl = lineage if isinstance(lineage, CodedLineage) else code_lineage(lineage)
-    qids, errors, missing, extra = select_queries(run, gold)
-    cq = code_queries(run, gold, cl, qids, k)
+    with bulk_build():  # the coding builds one dict entry per id and query, no cycles
+        cl = lineage if isinstance(lineage, CodedLineage) else code_lineage(lineage)
+        qids, errors, missing, extra = select_queries(run, gold)
+        cq = code_queries(run, gold, cl, qids, k)
     ts = build_targets(cq, cl)
     hits = hit_matrices(cq, ts, cl)
     scores: dict[str, dict[str, np.ndarray]] = {}

@@ -99,13 +99,15 @@ class NativeResult:
     def recommendation_table(self) -> str:
         """The F1/F5/F8 recommendation table (Markdown): best density per retriever, metric
         and target, and whether it changes with the target."""
-        lines = ["| retriever | metric | n | " + " | ".join(
-            f"best under {TARGET_LABELS[t]}" for t in TARGETS) + " | changes |",
-            "|---|---|---|---|---|---|---|"]
+        lines = ["| retriever | metric | n " + " / ".join(TARGET_LABELS[t] for t in TARGETS)
+                 + " | " + " | ".join(f"best under {TARGET_LABELS[t]}" for t in TARGETS)
+                 + " | changes |", "|---|---|---|---|---|---|---|"]
         for rec in self.audit.recommendations:
             for m in METRICS:
-                lines.append(f"| {rec['group']} | {m} | {rec['n']} | " + " | ".join(
-                    str(rec["best"][m][t]) for t in TARGETS) +
+                n = " / ".join(str(rec["n"][t]) for t in TARGETS)
+                lines.append(f"| {rec['group']} | {m} | {n} | " + " | ".join(
+                    "n/a (n = 0)" if rec["best"][m][t] is None else rec["best"][m][t]
+                    for t in TARGETS) +
                     f" | {'yes' if rec['changes'][m] else 'no'} |")
         return "\n".join(lines)
 

@@ -32,6 +32,10 @@ def _ci(iv: dict[str, Any]) -> str:
     return f"{est:+.3f} [{iv['low']:+.3f}, {iv['high']:+.3f}]{mark}"
 
 
+def _winner_cell(winner: str | None) -> str:
+    return "n/a (n = 0)" if winner is None else winner
+
+
 def _bucket_key(bucket: str) -> int:
     digits = "".join(c if c.isdigit() else " " for c in bucket).split()
     return int(digits[0]) if digits else 0
@@ -121,40 +125,71 @@ def render_audit_markdown(result: AuditResult) -> str:
     lines += _table(["run", "comparison", "category", "n", "changed / ≥"], rows)
 
     if result.comparisons:
-        lines += ["", "## Run comparisons and winner flips", "",
-                  "Δ_t(A, B) = M_t(A) − M_t(B) on the queries eligible under every target in "
-                  "both runs. Flip: the sign of Δ changes across targets (flip_ci: intervals "
-                  "exclude 0 in opposite directions).", ""]
+        lines += ["", "## Run comparisons", "",
+                  "Δ_t(A, B) = M_t(A) − M_t(B) under each target on the queries eligible under "
+                  "that target in both runs (n per target; the query sets differ between "
+                  "targets). n = 0 means nothing was compared there, never a tie.", ""]
         rows = []
         for cmp_ in result.comparisons:
+            for t in TARGETS:
+                pt = cmp_["per_target"][t]
+                rows.append([f"{cmp_['a']} vs {cmp_['b']}", TARGET_LABELS[t], str(pt["n"]),
+                             *(_ci(pt["delta"][m]) for m in METRICS),
+                             *(_winner_cell(pt["winner"][m]) for m in METRICS)])
+        lines += _table(["A vs B", "target", "n", *(f"Δ {ml[m]}" for m in METRICS),
+                         *(f"better on {ml[m]}" for m in METRICS)], rows)
+        empty = [(cmp_, t) for cmp_ in result.comparisons for t in TARGETS
+                 if cmp_["per_target"][t]["n"] == 0]
+        if empty:
+            lines += [""] + [f"- {cmp_['a']} vs {cmp_['b']}, {TARGET_LABELS[t]}: n = 0 "
+                             f"({cmp_['per_target'][t]['why_empty']})." for cmp_, t in empty]
+
+        lines += ["", "## Winner flips on the shared subset", "",
+                  "The same comparison on the queries eligible under all three targets in both "
+                  "runs, so only the target changes. Flip: the sign of Δ changes across targets "
+                  "(flip_ci: intervals exclude 0 in opposite directions).", ""]
+        rows = []
+        for cmp_ in result.comparisons:
+            sh = cmp_["shared"]
+            if sh["n"] == 0:
+                continue
             for m in METRICS:
                 f = cmp_["flips"][m]
-                rows.append([f"{cmp_['a']} vs {cmp_['b']}", ml[m], str(cmp_["n"]),
-                             *(_ci(cmp_["delta"][t][m]) for t in TARGETS),
+                rows.append([f"{cmp_['a']} vs {cmp_['b']}", ml[m], str(sh["n"]),
+                             *(_ci(sh["delta"][t][m]) for t in TARGETS),
+                             *(_winner_cell(f["winner"][t]) for t in TARGETS),
                              "yes" if f["flip"] else "no", "yes" if f["flip_ci"] else "no"])
-        lines += _table(["A vs B", "metric", "n", *(f"Δ {TARGET_LABELS[t]}" for t in TARGETS),
-                         "flip", "flip_ci"], rows)
-        lines += ["", "Preferred configuration per pair (the winner under each target):", ""]
-        rows = [[f"{cmp_['a']} vs {cmp_['b']}", ml[m],
-                 *(cmp_["flips"][m]["winner"][t] for t in TARGETS)]
-                for cmp_ in result.comparisons for m in METRICS]
-        lines += _table(["A vs B", "metric", *(f"preferred under {TARGET_LABELS[t]}"
-                                               for t in TARGETS)], rows)
-        n_flip = sum(cmp_["flips"][m]["flip"] for cmp_ in result.comparisons for m in METRICS)
-        lines += ["", f"Winner flips: {n_flip} of {len(result.comparisons) * len(METRICS)} "
-                      "comparison × metric cells."]
+        if rows:
+            lines += _table(["A vs B", "metric", "n", *(f"Δ {TARGET_LABELS[t]}" for t in TARGETS),
+                             *(f"better under {TARGET_LABELS[t]}" for t in TARGETS),
+                             "flip", "flip_ci"], rows)
+        no_shared = [cmp_ for cmp_ in result.comparisons if cmp_["shared"]["n"] == 0]
+        if no_shared:
+            lines += [""] * bool(rows) + [
+                f"- {cmp_['a']} vs {cmp_['b']}: no shared subset (n = 0): "
+                f"{cmp_['shared']['why_empty']}." for cmp_ in no_shared]
+        flips = [cmp_["flips"][m]["flip"] for cmp_ in result.comparisons for m in METRICS
+                 if cmp_["flips"][m]["flip"] is not None]
+        lines += ["", f"Winner flips: {sum(flips)} of {len(flips)} comparison × metric cells "
+                      "with a shared subset."]
 
     if result.recommendations:
         lines += ["", "## Design recommendations", "",
-                  "Best configuration per metric and target on the group's shared subset.", ""]
+                  "Best configuration per metric and target, each target on the queries eligible "
+                  "under it in every configuration of the group (n per target).", ""]
         rows = []
         for rec in result.recommendations:
             for m in METRICS:
-                rows.append([rec["group"], ml[m], str(rec["n"]),
-                             *(str(rec["best"][m][t]) for t in TARGETS),
+                rows.append([rec["group"], ml[m], " / ".join(str(rec["n"][t]) for t in TARGETS),
+                             *(_winner_cell(rec["best"][m][t]) for t in TARGETS),
                              "**yes**" if rec["changes"][m] else "no"])
-        lines += _table(["group", "metric", "n", *(f"best under {TARGET_LABELS[t]}"
-                                                   for t in TARGETS), "changes"], rows)
+        lines += _table(["group", "metric", "n " + " / ".join(TARGET_LABELS[t] for t in TARGETS),
+                         *(f"best under {TARGET_LABELS[t]}" for t in TARGETS), "changes"], rows)
+        empty_rec = [(rec, t) for rec in result.recommendations for t in TARGETS
+                     if rec["n"][t] == 0]
+        if empty_rec:
+            lines += [""] + [f"- {rec['group']}, {TARGET_LABELS[t]}: n = 0 "
+                             f"({rec['why_empty'][t]})." for rec, t in empty_rec]
         lines += ["", "Means behind the recommendations:", ""]
         rows = []
         for rec in result.recommendations:

@@ -6,10 +6,14 @@ traces (JSONL), one line per query:
     {"query_id": "q1", "k": 60, "results": [{"id": "m7", "score": 3.2}, ...]}
   or, for a query whose system call failed (an error: counted, never scored):
     {"query_id": "q1", "error": "timeout: ..."}
-  Results are in rank order (best first). A repeated memory id keeps its first (best) rank;
-  the repeats are counted and reported. `k` is optional (default: the number of results).
-traces (TREC run format), one line per retrieved id: `qid Q0 docid rank score tag`. Lines are
-  ordered per query by score (descending), ties by the rank column, as trec_eval does for scores.
+  Results are in rank order (best first): the list order IS the ranking, scores are kept but
+  never re-sorted, so equal scores keep the order the system gave. A repeated memory id keeps its
+  first (best) rank; the repeats are counted and reported. `k` is optional (default: the number
+  of results).
+traces (TREC run format), one line per retrieved id: `qid Q0 docid rank score tag`. As trec_eval
+  (and pytrec_eval) does, the rank column is ignored: ids are ordered per query by score
+  (descending), ties (equal score) by docid descending (byte order, trec_eval's strcmp), whatever
+  the order of the lines.
 lineage (JSONL), one line per stored memory (the LineageRecord of model.py plus a scope):
     {"conversation": "conv-26", "memory_id": "m7", "sources": ["D1:3"], "raw": false,
      "canonical": true, "text": "..."}
@@ -24,14 +28,17 @@ gold (JSONL), one line per query:
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO, TypeVar
 
+import orjson
 from pydantic import ValidationError
 
 from twistbench.errors import InputError, decode_utf8, load_json, pydantic_to_input_error
@@ -84,13 +91,34 @@ class Gold:
 # Reading
 
 
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text) for every non-blank line; InputError when the file can't be read."""
+@contextlib.contextmanager
+def bulk_build() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while many acyclic records are built.
+
+    Reading and rescoring create millions of small objects and no cycles; each allocation
+    burst triggered full collections over everything already alive, 60% of the time of
+    reading 20,000 queries x 60 from files and rescoring them (4.5-5.2 s with it, 1.7-1.9 s
+    without, measured in one process). The collector is paused, not skipped: it runs again
+    as soon as the block ends (it is process-wide, so other threads pause with it)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
-        fh = open(path, "rb")
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _open(path: Path) -> BinaryIO:
+    try:
+        return open(path, "rb")
     except OSError as exc:
         raise InputError(str(path), f"cannot read: {exc.strerror or exc}") from exc
-    with fh:
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text) for every non-blank line; InputError when the file can't be read."""
+    with _open(path) as fh:
         for lineno, raw in enumerate(fh, start=1):
             line = decode_utf8(raw, str(path), f"line {lineno}")
             if line.strip():
@@ -98,13 +126,67 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line; InputError on bad JSON or non-objects."""
-    for lineno, line in _lines(path):
-        obj = load_json(line, str(path), f"line {lineno}", expected="one JSON object per line")
-        if not isinstance(obj, dict):
-            raise InputError(str(path), "not a JSON object", where=f"line {lineno}",
-                             expected="one JSON object per line")
-        yield lineno, obj
+    """(line number, object) for every non-blank line; InputError on bad JSON or non-objects.
+
+    Lines are parsed by orjson (0.50 of the stdlib's parsing time on 100,000 queries x 60:
+    benchmarks/bench_trace_io.py, which measured pyarrow at 0.81 and polars at 1.20 once their
+    columns become the lists the rescoring reads). A line orjson refuses is parsed again by the
+    stdlib, so what is accepted (NaN, lone surrogates) and every error message are the stdlib
+    reader's; one difference: orjson reads an integer beyond 64 bits as a float, so such a `k`
+    is refused as not an integer."""
+    for lineno, raw in _raw_lines(path):
+        obj = _parse(path, lineno, raw)
+        if obj is not None:
+            yield lineno, obj
+
+
+def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    with _open(path) as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if raw and not raw.isspace():
+                yield lineno, raw
+
+
+def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any] | None:
+    """One line's object (orjson, else the stdlib); None for a line of Unicode whitespace."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if not decode_utf8(raw, str(path), f"line {lineno}").strip():
+            return None  # Unicode whitespace only: blank, as the text reader saw it
+        obj = load_json(raw, str(path), f"line {lineno}", expected="one JSON object per line")
+    return _object(path, lineno, obj)
+
+
+_M = TypeVar("_M", LineageRow, GoldQuery)
+
+
+def _records(path: Path, model: type[_M]) -> Iterator[tuple[int, _M]]:
+    """(line number, record) per non-blank line. pydantic parses and validates each line in
+    one step (model_validate_json: a tenth of orjson + model_validate's time for gold rows); a
+    line it refuses goes through the reader above and model_validate, so a line that only the
+    Python reading accepts (a lone surrogate in a string) reads as before, and every error is
+    the one it always was."""
+    for lineno, raw in _raw_lines(path):
+        try:
+            yield lineno, model.model_validate_json(raw)
+            continue
+        except ValidationError:
+            pass
+        obj = _parse(path, lineno, raw)
+        if obj is None:
+            continue
+        try:
+            yield lineno, model.model_validate(obj)
+        except ValidationError as exc:
+            raise pydantic_to_input_error(str(path), f"line {lineno}", exc) from exc
+
+
+def _object(path: Path, lineno: int, obj: Any) -> dict[str, Any]:
+    if not isinstance(obj, dict):
+        raise InputError(str(path), "not a JSON object", where=f"line {lineno}",
+                         expected="one JSON object per line")
+    return obj
 
 
 def _run_name(path: Path) -> str:
@@ -123,12 +205,10 @@ def read_traces(path: str | Path, name: str | None = None, fmt: str | None = Non
     path = Path(path)
     if fmt is None:
         fmt = _sniff(path)
-    if fmt == "jsonl":
-        run = _read_traces_jsonl(path)
-    elif fmt == "trec":
-        run = _read_traces_trec(path)
-    else:
+    if fmt not in ("jsonl", "trec"):
         raise InputError(str(path), f"unknown trace format {fmt!r}", expected="'jsonl' or 'trec'")
+    with bulk_build():
+        run = _read_traces_jsonl(path) if fmt == "jsonl" else _read_traces_trec(path)
     if name:
         run.name = name
     return run
@@ -148,6 +228,8 @@ def _sniff(path: Path) -> str:
 
 
 def _dedupe(ids: list[str], scores: list[float]) -> tuple[list[str], list[float], int]:
+    if len(set(ids)) == len(ids):  # the usual case: nothing repeated
+        return ids, scores, 0
     seen: set[str] = set()
     out_i: list[str] = []
     out_s: list[float] = []
@@ -185,16 +267,7 @@ def _read_traces_jsonl(path: Path) -> TraceRun:
         if not isinstance(results, list):
             raise InputError(str(path), "results is not a list", where=where, field="results",
                              expected='a list of {"id": str, "score": number}')
-        ids: list[str] = []
-        scores: list[float] = []
-        for pos, r in enumerate(results):
-            if (not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]
-                    or not _is_number(r.get("score"))):
-                raise InputError(str(path), f"bad result at position {pos}", where=where,
-                                 field=f"results[{pos}]",
-                                 expected='{"id": non-empty string, "score": finite number}')
-            ids.append(r["id"])
-            scores.append(float(r["score"]))
+        ids, scores = _results(path, where, results)
         k = obj.get("k", len(ids))
         if not isinstance(k, int) or isinstance(k, bool) or k < 0:
             raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
@@ -206,6 +279,31 @@ def _read_traces_jsonl(path: Path) -> TraceRun:
     return TraceRun(_run_name(path), str(path), kmax, traces, errors, dropped)
 
 
+_INF = float("inf")
+
+
+def _results(path: Path, where: str, results: list[Any]) -> tuple[list[str], list[float]]:
+    """The ids and scores of a results list; InputError naming the first bad position."""
+    try:  # fast path: whole columns at once; anything unusual takes the checked loop below
+        ids = [r["id"] for r in results]
+        raw = [r["score"] for r in results]
+        if (all(type(i) is str and i for i in ids)
+                and all((type(v) is float or type(v) is int) and -_INF < v < _INF for v in raw)):
+            return ids, [float(v) for v in raw]
+    except (TypeError, KeyError, OverflowError):
+        pass
+    ids, scores = [], []
+    for pos, r in enumerate(results):
+        if (not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]
+                or not _is_number(r.get("score"))):
+            raise InputError(str(path), f"bad result at position {pos}", where=where,
+                             field=f"results[{pos}]",
+                             expected='{"id": non-empty string, "score": finite number}')
+        ids.append(r["id"])
+        scores.append(float(r["score"]))
+    return ids, scores
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
@@ -214,30 +312,30 @@ _WS = re.compile(r"\s+")
 
 
 def _read_traces_trec(path: Path) -> TraceRun:
-    rows: dict[str, list[tuple[float, int, str]]] = {}
+    rows: dict[str, list[tuple[float, str]]] = {}
     for lineno, line in _lines(path):
         parts = _WS.split(line.strip())
         if len(parts) != 6:
             raise InputError(str(path), f"{len(parts)} columns", where=f"line {lineno}",
                              expected="6 columns: qid Q0 docid rank score tag")
-        qid, _q0, doc, rank_s, score_s, _tag = parts
+        qid, _q0, doc, _rank, score_s, _tag = parts  # the rank column is ignored, as in trec_eval
         try:
-            rank = int(rank_s)
             score = float(score_s)
         except ValueError as exc:
-            raise InputError(str(path), f"rank {rank_s!r} / score {score_s!r}",
-                             where=f"line {lineno}", field="rank/score",
-                             expected="an integer rank and a numeric score") from exc
+            raise InputError(str(path), f"score {score_s!r}", where=f"line {lineno}",
+                             field="score", expected="a number") from exc
         if not math.isfinite(score):
             raise InputError(str(path), f"score {score_s!r}", where=f"line {lineno}",
                              field="score", expected="a finite number")
-        rows.setdefault(qid, []).append((score, rank, doc))
+        rows.setdefault(qid, []).append((score, doc))
     traces: dict[str, Trace] = {}
     dropped = 0
     kmax = 0
     for qid, lst in rows.items():
-        lst.sort(key=lambda t: (-t[0], t[1]))
-        ids, scores, d = _dedupe([t[2] for t in lst], [t[0] for t in lst])
+        # trec_eval's order (form_res_rels.c, comp_sim_docno): score descending, then docno
+        # descending by strcmp; Python compares str by code point, which is UTF-8 byte order.
+        lst.sort(reverse=True)
+        ids, scores, d = _dedupe([t[1] for t in lst], [t[0] for t in lst])
         dropped += d
         kmax = max(kmax, len(lst))
         traces[qid] = Trace(qid, ids, scores, len(lst))
@@ -246,14 +344,14 @@ def _read_traces_trec(path: Path) -> TraceRun:
 
 def read_lineage(path: str | Path) -> Lineage:
     """Read a lineage JSONL file; InputError on a bad row or a repeated (conversation, id)."""
-    path = Path(path)
+    with bulk_build():
+        return _read_lineage(Path(path))
+
+
+def _read_lineage(path: Path) -> Lineage:
     rows: list[LineageRow] = []
     seen: set[tuple[str, str]] = set()
-    for lineno, obj in _jsonl(path):
-        try:
-            row = LineageRow.model_validate(obj)
-        except ValidationError as exc:
-            raise pydantic_to_input_error(str(path), f"line {lineno}", exc) from exc
+    for lineno, row in _records(path, LineageRow):
         key = (row.conversation, row.memory_id)
         if key in seen:
             raise InputError(str(path), f"memory id {row.memory_id!r} repeated in conversation "
@@ -266,13 +364,13 @@ def read_lineage(path: str | Path) -> Lineage:
 
 def read_gold(path: str | Path) -> Gold:
     """Read a gold JSONL file; InputError on a bad row or a repeated query id."""
-    path = Path(path)
+    with bulk_build():
+        return _read_gold(Path(path))
+
+
+def _read_gold(path: Path) -> Gold:
     out: dict[str, GoldQuery] = {}
-    for lineno, obj in _jsonl(path):
-        try:
-            g = GoldQuery.model_validate(obj)
-        except ValidationError as exc:
-            raise pydantic_to_input_error(str(path), f"line {lineno}", exc) from exc
+    for lineno, g in _records(path, GoldQuery):
         if g.query_id in out:
             raise InputError(str(path), f"query {g.query_id!r} appears twice",
                              where=f"line {lineno}", field="query_id",

@@ -10,7 +10,8 @@ Written to out_dir:
   traces.jsonl    one line per query: {"query_id", "k", "results": [{"id", "score"}]} or "error"
   lineage.jsonl   one line per stored memory, with its conversation
   gold.jsonl      query id -> anchors (the QA evidence), category, question, answer, anchor texts
-  trace_manifest.json  system, its config, dataset, k, counts, skipped queries with the reason
+  trace_manifest.json  system, its config, dataset, k, counts, skipped queries with the reason,
+                  the embedding model id when the system embedded with the built-in model
 Skipped (reported, not traced): LoCoMo category 5 (adversarial: no evidence by design),
 questions with no evidence, and items excluded by re-validation.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from twistbench.datasets.audit_corpus import corpus_from_dataset, raw_lineage
 from twistbench.errors import InputError
 from twistbench.model import AuditCorpus, Dataset, GoldQuery, LineageRow
 from twistbench.records import SystemCallError
+from twistbench.retrieval import dense
 from twistbench.runs.folder import Redactor
 from twistbench.runs.guard import GuardedSystem
 
@@ -58,7 +60,9 @@ class TraceReport:
 def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: str | Path,
                  k: int = DEFAULT_K, timeout_s: float = 120.0,
                  conversations: Sequence[str] | None = None,
-                 redactor: Redactor | None = None) -> TraceReport:
+                 redactor: Redactor | None = None,
+                 on_conversation: Callable[[int, int, int, int], None] | None = None,
+                 ) -> TraceReport:
     """Trace `system` on `dataset` and write traces, lineage, gold and a manifest to out_dir.
 
     system: any MemorySystem whose capabilities declare retrieve and lineage (else InputError:
@@ -67,6 +71,8 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
         (LongMemEval-S, BEAM).
     k: ranked ids per query (default 60, TIAP §4).
     conversations: restrict to these conversation ids (default: all).
+    on_conversation: called before the first and after every conversation with (conversations
+        done, conversations, queries done, queries) — the CLI's progress bar.
     """
     caps = system.capabilities
     if not (caps.retrieve and caps.lineage):
@@ -107,6 +113,9 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
         report.error_kinds[exc.kind] = report.error_kinds.get(exc.kind, 0) + 1
         return f"{exc.call}: {exc.kind}: {exc.message}"
 
+    total_queries = sum(len(by_conv.get(c.id, [])) for c in convs)
+    if on_conversation is not None:
+        on_conversation(0, len(convs), 0, total_queries)
     with open(out / "traces.jsonl", "w", encoding="utf-8") as fh:
         def line(obj: dict[str, Any]) -> None:
             fh.write(json.dumps(obj, ensure_ascii=False, sort_keys=True) + "\n")
@@ -153,6 +162,8 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
                     report.errors += 1
                 else:
                     report.traced += 1
+            if on_conversation is not None:
+                on_conversation(report.conversations, len(convs), report.queries, total_queries)
     write_lineage_jsonl(out / "lineage.jsonl", lineage_rows)
     write_gold_jsonl(out / "gold.jsonl", gold_rows)
     report.seconds = round(time.perf_counter() - t0, 3)
@@ -161,7 +172,9 @@ def write_traces(system: MemorySystem, dataset: Dataset | AuditCorpus, out_dir: 
                 "capabilities": caps.as_dict(), "dataset": {"name": corpus.name,
                                                             "version": corpus.version,
                                                             **corpus.meta},
-                "skipped": skipped}
+                "skipped": skipped,
+                # the vectors behind a dense system's ranking (None: nothing was embedded)
+                "embedding_model": dense.model_id() if dense.used else None}
     (out / "trace_manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True,
                                                         default=str) + "\n", encoding="utf-8")
     return report

@@ -18,6 +18,8 @@ _REPO = Path(__file__).resolve().parents[3]
 
 CS_KEY_FILE = "twist-cs-1.0.json"
 CS_CRISIS_KEY_FILE = "twist-cs-1.0-crisis.json"
+CS2_KEY_FILE = "twist-cs-2.0.json"
+CS2_CRISIS_KEY_FILE = "twist-cs-2.0-crisis.json"
 LOCOMO_KEY_FILE = "twist-locomo-1.0.json"
 LOCOMO_CRISIS_KEY_FILE = "twist-locomo-1.0-crisis.json"
 LOCOMO2_KEY_FILE = "twist-locomo-2.0.json"
@@ -42,6 +44,11 @@ def repo_data_dir() -> Path:
 def cs_key_path(include_crisis: bool = False) -> Path:
     """The committed TWIST-CS key (the crisis variant with include_crisis)."""
     return data_dir() / (CS_CRISIS_KEY_FILE if include_crisis else CS_KEY_FILE)
+
+
+def cs2_key_path(include_crisis: bool = False) -> Path:
+    """The committed TWIST-CS 2.0 key (the crisis variant with include_crisis)."""
+    return data_dir() / (CS2_CRISIS_KEY_FILE if include_crisis else CS2_KEY_FILE)
 
 
 def locomo_key_path(include_crisis: bool = False) -> Path:

@@ -1,7 +1,9 @@
 """Named datasets: what `twist run --dataset NAME` and `twist trace --dataset NAME` resolve to.
 
 One table. An entry yields a `Dataset` (items for the TWIST tracks and LoCoMo QA) or, for the
-benchmarks read only for the retrieval audit (LongMemEval, BEAM), an `AuditCorpus`. A dataset
+long-conversation benchmarks read from the user's files (LongMemEval-S, BEAM: `--data`), an
+`AuditCorpus`: `twist trace` traces its queries, `twist run` scores its questions as LoCoMo
+QA (plain token F1 and evidence recall; `audit_corpus.qa_dataset_from_corpus`). A dataset
 whose inputs are missing (LoCoMo lives on the user's disk) fails only when asked for, with a
 clear message.
 
@@ -19,14 +21,18 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from twistbench.datasets.audit_corpus import corpus_from_dataset
-from twistbench.datasets.beam import load_beam
+from twistbench.datasets.audit_corpus import (
+    corpus_from_dataset,
+    files_sha256,
+    qa_dataset_from_corpus,
+)
+from twistbench.datasets.beam import QUESTIONS, find_conversations, load_beam
 from twistbench.datasets.demo import demo_dataset
 from twistbench.datasets.errata import AUDIT_VERSIONS, pinned_audit
 from twistbench.datasets.keyfile import read_key
 from twistbench.datasets.locomo import locomo_dataset
 from twistbench.datasets.longmemeval import load_longmemeval
-from twistbench.datasets.paths import TWIST_B_KEY, data_dir, resolve_shared_or_path
+from twistbench.datasets.paths import TWIST_B_KEY, cs2_key_path, data_dir, resolve_shared_or_path
 from twistbench.datasets.twist_b import load_twist_b
 from twistbench.datasets.twist_cs import load_cs_dataset
 from twistbench.datasets.twist_locomo import KEY2_VERSION as LOCOMO2_VERSION
@@ -59,6 +65,8 @@ class DatasetEntry:
     needs_locomo: bool
     load: Callable[[DatasetOptions], Dataset | AuditCorpus]
     audit_only: bool = False  # yields an AuditCorpus (queries for `twist trace`), not a Dataset
+    needs_data: bool = False  # reads the benchmark from --data
+    input_sha256: Callable[[DatasetOptions], str] | None = None  # of --data, for a QA Dataset
 
 
 def _need_locomo(name: str, opts: DatasetOptions) -> Path:
@@ -77,10 +85,23 @@ def _need_data(name: str, opts: DatasetOptions) -> Path:
     return Path(opts.data)
 
 
+def _beam_sha256(opts: DatasetOptions) -> str:
+    root = _need_data("beam", opts)
+    folders = find_conversations(root, opts.tier)
+    return files_sha256([p for f in folders for p in (f / "chat.json", f / QUESTIONS)],
+                        root=root if root.is_dir() else None)
+
+
 REGISTRY: dict[str, DatasetEntry] = {
     e.name: e
     for e in [
-        DatasetEntry("twist-cs-1.0", "TWIST-CS: six synthetic customer-success workspaces, all "
+        DatasetEntry("twist-cs-2.0", "TWIST-CS 2.0: six customer-success workspaces written from "
+                     "hand-written banks, all four tracks, contrast sets and distractors (crisis "
+                     "plants with --include-crisis)", False,
+                     lambda o: load_cs_dataset(cs2_key_path(o.include_crisis),
+                                               include_crisis=o.include_crisis)),
+        DatasetEntry("twist-cs-1.0", "TWIST-CS 1.0: the first, templated key, kept loadable for "
+                     "comparison; six synthetic customer-success workspaces, all "
                      "four tracks (crisis plants with --include-crisis)", False,
                      lambda o: load_cs_dataset(include_crisis=o.include_crisis)),
         DatasetEntry("twist-locomo-1.0", "TWIST items injected into LoCoMo, plus LoCoMo QA "
@@ -105,20 +126,24 @@ REGISTRY: dict[str, DatasetEntry] = {
                      lambda o: _with_audit("locomo", "audit-1", o)),
         DatasetEntry("demo", "two tiny built-in conversations, one item of each kind", False,
                      lambda o: demo_dataset()),
-        DatasetEntry("longmemeval", "LongMemEval-S questions for the retrieval audit (--data "
-                     "longmemeval_s.json)", False,
+        DatasetEntry("longmemeval", "LongMemEval-S: one haystack per question; QA (plain F1, "
+                     "evidence recall) and retrieval traces (needs --data longmemeval_s.json; "
+                     "--granularity turn|session)", False,
                      lambda o: load_longmemeval(_need_data("longmemeval", o),
-                                                granularity=o.granularity), audit_only=True),
-        DatasetEntry("beam", "BEAM probing questions for the retrieval audit (--data a BEAM "
-                     "folder, --tier)", False,
-                     lambda o: load_beam(_need_data("beam", o), tier=o.tier), audit_only=True),
+                                                granularity=o.granularity), audit_only=True,
+                     needs_data=True,
+                     input_sha256=lambda o: files_sha256([_need_data("longmemeval", o)])),
+        DatasetEntry("beam", "BEAM probing questions; QA (plain F1, evidence recall) and "
+                     "retrieval traces (needs --data a BEAM folder; --tier, e.g. 1M)", False,
+                     lambda o: load_beam(_need_data("beam", o), tier=o.tier), audit_only=True,
+                     needs_data=True, input_sha256=_beam_sha256),
     ]
 }
 
-# What `twist run` and `twist list` offer: the entries that yield a Dataset.
-DATASETS: dict[str, DatasetEntry] = {k: e for k, e in REGISTRY.items() if not e.audit_only}
+# What `twist run` and `twist list` offer: every entry (an AuditCorpus runs as its QA).
+DATASETS: dict[str, DatasetEntry] = dict(REGISTRY)
 
-DEFAULT_DATASET = "twist-cs-1.0"
+DEFAULT_DATASET = "twist-cs-2.0"
 
 
 def load_dataset(name_or_path: str, opts: DatasetOptions | None = None) -> Dataset:
@@ -127,8 +152,11 @@ def load_dataset(name_or_path: str, opts: DatasetOptions | None = None) -> Datas
     `+audit-1` (module docstring)."""
     opts = opts or DatasetOptions()
     if name_or_path in DATASETS:
-        ds = DATASETS[name_or_path].load(opts)
-        assert isinstance(ds, Dataset)
+        entry = DATASETS[name_or_path]
+        ds = entry.load(opts)
+        if isinstance(ds, AuditCorpus):
+            assert entry.input_sha256 is not None
+            return qa_dataset_from_corpus(ds, entry.input_sha256(opts))
         return ds
     errata = split_errata_name(name_or_path)
     if errata is not None:

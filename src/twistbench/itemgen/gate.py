@@ -21,6 +21,11 @@ class KeyGate(Protocol):
         1.0 key, whose bytes stay those released)."""
         ...
 
+    def measured_with(self) -> dict[str, str]:
+        """What the gate's results depend on besides the key's content (the battery's revision,
+        the judge's version): results recorded with other values are not this gate's."""
+        ...
+
     def after_write(self, key_path: Path) -> Path | None:
         """The key is written at key_path: write what goes beside it and return its path, or
         None when nothing does."""

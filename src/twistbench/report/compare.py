@@ -8,7 +8,9 @@ the official score for LoCoMo questions. For every item type, on the items both 
 - b = items run 1 got right and run 2 did not, c = the reverse (for a LoCoMo F1 score: items
   where run 1 scored higher / lower: an exact sign test, McNemar's generalisation);
 - p = exact two-sided binomial p-value of b against b + c; Holm-adjusted over the family.
-Runs on different key sha256s are refused with an InputError.
+An item type no item of which both runs answered (n = 0) is not a test: its p is None, it is
+left out of the Holm family, and the table lists it apart. p-values below 1e-4 print as
+"< 1e-4". Runs on different key sha256s are refused with an InputError.
 """
 
 from __future__ import annotations
@@ -42,8 +44,8 @@ class PairedTest(BaseModel):
     mean_2: float | None
     b: int  # run 1 better
     c: int  # run 2 better
-    p: float
-    p_holm: float = 1.0
+    p: float | None  # None: n == 0, nothing to test
+    p_holm: float | None = None
     method: str = "exact McNemar"
 
 
@@ -78,10 +80,12 @@ def compare_outcomes(out1: list[ItemOutcome], out2: list[ItemOutcome], name_1: s
             item_type=t, n=len(common), only_1=len(set(a) - set(b_)), only_2=len(set(b_) - set(a)),
             mean_1=(sum(a[i].value for i in common) / len(common)) if common else None,
             mean_2=(sum(b_[i].value for i in common) / len(common)) if common else None,
-            b=b, c=c, p=mcnemar(b, c),
-            method="exact McNemar" if binary else "exact sign test on per-item scores"))
-    adj = holm({t.item_type: t.p for t in tests})
-    for t in tests:
+            b=b, c=c, p=mcnemar(b, c) if common else None,
+            method=("no items both runs answered" if not common else "exact McNemar" if binary
+                    else "exact sign test on per-item scores")))
+    tested = [t for t in tests if t.p is not None]
+    adj = holm({t.item_type: t.p for t in tested}) if tested else {}
+    for t in tested:
         t.p_holm = adj[t.item_type]
     return Comparison(name_1=name_1, name_2=name_2, dataset=dataset, key_sha256=key_sha256,
                       tests=tests)
@@ -121,8 +125,16 @@ def compare_folders(folder_1: str | Path, folder_2: str | Path, locomo: Path | N
                         name_1=e1.system, name_2=e2.system)
 
 
+def fmt_p(p: float | None) -> str:
+    """'0.0312', '< 1e-4', or '—' when there was nothing to test."""
+    if p is None:
+        return "—"
+    return "< 1e-4" if p < 1e-4 else f"{p:.4f}"
+
+
 def render_comparison(cmp: Comparison, digits: int = 3) -> str:
-    """Markdown table: per item type n, means, b / c, p and Holm-adjusted p."""
+    """Markdown table: per item type n, means, b / c, p and Holm-adjusted p; item types no item
+    of which both runs answered are listed under it, not as tests."""
     lines = [f"## Paired comparison — {cmp.name_1} vs {cmp.name_2} on {cmp.dataset}", "",
              f"| item type | n | {cmp.name_1} | {cmp.name_2} | b (1 better) | c (2 better) | p | "
              "p (Holm) | test |", "|---|---|---|---|---|---|---|---|---|"]
@@ -130,9 +142,19 @@ def render_comparison(cmp: Comparison, digits: int = 3) -> str:
     def f(x: float | None) -> str:
         return "—" if x is None else f"{x:.{digits}f}"
 
+    untested = []
     for t in cmp.tests:
+        if t.p is None:
+            untested.append(f"{t.item_type} (only {cmp.name_1}: {t.only_1}, only "
+                            f"{cmp.name_2}: {t.only_2})")
+            continue
         lines.append(f"| {t.item_type} | {t.n} | {f(t.mean_1)} | {f(t.mean_2)} | {t.b} | {t.c} | "
-                     f"{t.p:.4f} | {t.p_holm:.4f} | {t.method} |")
-    lines += ["", f"Key {cmp.dataset_version} · sha256 `{cmp.key_sha256}`. Items either run "
-              "failed on are left out (counted as only_1 / only_2 in the JSON)."]
+                     f"{fmt_p(t.p)} | {fmt_p(t.p_holm)} | {t.method} |")
+    lines += [""]
+    if untested:
+        lines += ["Not compared (no item of the type answered by both runs): "
+                  + "; ".join(untested) + ".", ""]
+    lines += [f"Key {cmp.dataset_version} · sha256 `{cmp.key_sha256}`. Items either run "
+              "failed on are left out (counted as only_1 / only_2 in the JSON). Holm's "
+              "adjustment is over the item types compared."]
     return "\n".join(lines) + "\n"

@@ -10,12 +10,16 @@ excluded from the metrics) and the missing count.
 
 A profile covers one dataset key: rows on different keys are refused (`build_profile`);
 `group_by_key` splits mixed entries into one profile per key.
+
+Each row names the judge its judged cells (Track C) were scored with, and that judge's
+calibration on decoys when it has one (an LLM judge: its rejection rate, n, interval and
+whether it passed); a rule-based judge has none, and the report says so.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +54,52 @@ def paired(result: TrackResult, column: Column) -> PairedMetric:
                         partner_higher_is_better=column.partner_up)
 
 
+class Calibration(BaseModel):
+    """A judge's calibration on decoys: how often it rejected answers it must reject."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rejection_rate: float | None
+    n: int = 0
+    interval: tuple[float, float] | None = None
+    passed: bool | None = None
+
+    def describe(self) -> str:
+        if self.rejection_rate is None:
+            return f"calibration: no decoys (n={self.n})"
+        out = f"decoy rejection {self.rejection_rate:.2f}"
+        if self.interval is not None:
+            out += f" [{self.interval[0]:.2f}, {self.interval[1]:.2f}]"
+        out += f", n={self.n}"
+        if self.passed is not None:
+            out += ", passed" if self.passed else ", FAILED"
+        return out
+
+
+class JudgeInfo(BaseModel):
+    """The judge of a run's free-text answers, as its manifest records it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    version: str = ""
+    calibration: Calibration | None = None
+
+    def describe(self) -> str:
+        """'structural 1 (rule-based: no calibration)' or 'llm-x 2 (decoy rejection ...)'."""
+        head = f"{self.name} {self.version}".strip()
+        if self.calibration is None:
+            return f"{head} (no decoy calibration)"
+        return f"{head} ({self.calibration.describe()})"
+
+    @classmethod
+    def from_manifest(cls, record: dict[str, Any] | None, default: str) -> JudgeInfo:
+        record = record or {}
+        cal = record.get("calibration")
+        return cls(name=str(record.get("name") or default), version=str(record.get("version", "")),
+                   calibration=Calibration.model_validate(cal) if isinstance(cal, dict) else None)
+
+
 class Cell(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -59,6 +109,7 @@ class Cell(BaseModel):
     pair: PairedMetric | None = None
     errors: int = 0
     missing: int = 0
+    judged: bool = False  # scored through the row's judge (the track records it in details)
 
 
 def make_cell(result: TrackResult | None, column: Column) -> Cell:
@@ -74,14 +125,15 @@ def make_cell(result: TrackResult | None, column: Column) -> Cell:
     else:
         errors, missing = result.error_total, sum(result.missing.values())
     return Cell(column=column.key, status="scored", pair=paired(result, column), errors=errors,
-                missing=missing)
+                missing=missing, judged="judge" in result.details)
 
 
 class ProfileRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    system: str
+    system: str  # the run's label, or its system's name
     run: str | None = None  # run folder, when read from one
+    judge: JudgeInfo | None = None
     capabilities: dict[str, bool] = Field(default_factory=dict)
     cells: dict[str, Cell]
     scores: RunScores  # everything: all metrics with k/n and intervals, counts, details
@@ -97,9 +149,22 @@ class Profile(BaseModel):
     dataset: str
     dataset_version: str
     key_sha256: str
-    judge: str = "structural"
     columns: list[str] = Field(default_factory=lambda: [c.key for c in COLUMNS])
     rows: list[ProfileRow]
+
+    def judges(self) -> list[JudgeInfo]:
+        """The distinct judges of the rows that have a judged cell, in row order."""
+        out: list[JudgeInfo] = []
+        for r in self.rows:
+            if r.judge is not None and r.judge not in out and any(
+                    c.judged for c in r.cells.values()):
+                out.append(r.judge)
+        return out
+
+    def scored_columns(self) -> list[Column]:
+        """Columns with at least one scored cell (the others are N/A for every row)."""
+        return [c for c in COLUMNS if c.key in self.columns
+                and any(r.cells[c.key].status == "scored" for r in self.rows)]
 
 
 @dataclass
@@ -109,12 +174,18 @@ class ProfileEntry:
     system: str
     scores: RunScores
     run: str | None = None
+    judge: JudgeInfo | None = None
 
 
 def build_row(entry: ProfileEntry) -> ProfileRow:
     cells = {c.key: make_cell(entry.scores.tracks.get(c.track), c) for c in COLUMNS}
-    return ProfileRow(system=entry.system, run=entry.run, capabilities=entry.scores.capabilities,
-                      cells=cells, scores=entry.scores)
+    judge = entry.judge
+    if judge is None:
+        named = {str(t.details["judge"]) for t in entry.scores.tracks.values()
+                 if "judge" in t.details}
+        judge = JudgeInfo(name=named.pop()) if len(named) == 1 else None
+    return ProfileRow(system=entry.system, run=entry.run, judge=judge,
+                      capabilities=entry.scores.capabilities, cells=cells, scores=entry.scores)
 
 
 def build_profile(entries: list[ProfileEntry]) -> Profile:
@@ -123,13 +194,8 @@ def build_profile(entries: list[ProfileEntry]) -> Profile:
     require_one_key([KeyRef(e.run or e.system, e.scores.dataset_version, e.scores.key_sha256)
                      for e in entries])
     first = entries[0].scores
-    judge = "structural"
-    c = first.tracks.get("C")
-    if c is not None and c.status == "scored":
-        judge = str(c.details.get("judge", judge))
     return Profile(dataset=first.dataset, dataset_version=first.dataset_version,
-                   key_sha256=first.key_sha256, judge=judge,
-                   rows=[build_row(e) for e in entries])
+                   key_sha256=first.key_sha256, rows=[build_row(e) for e in entries])
 
 
 def group_by_key(entries: list[ProfileEntry]) -> list[Profile]:
@@ -140,5 +206,6 @@ def group_by_key(entries: list[ProfileEntry]) -> list[Profile]:
     return [build_profile(g) for g in groups.values()]
 
 
-__all__ = ["COLUMNS", "Cell", "Column", "PairedMetric", "Profile", "ProfileEntry", "ProfileRow",
-           "TRACK_ORDER", "build_profile", "build_row", "group_by_key", "make_cell", "paired"]
+__all__ = ["COLUMNS", "Calibration", "Cell", "Column", "JudgeInfo", "PairedMetric", "Profile",
+           "ProfileEntry", "ProfileRow", "TRACK_ORDER", "build_profile", "build_row",
+           "group_by_key", "make_cell", "paired"]

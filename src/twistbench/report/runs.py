@@ -1,5 +1,9 @@
 """`twist report`: re-score saved run folders (no system is called) and render the profile.
 
+A report of a run root covers every run folder under it, in run order (`runs.order`, written
+by `twist run`), then any others by start time; folders named on the command line keep the
+order given. A folder holding a TIAP audit.json adds its score shifts to the HTML report.
+
 For each run folder: read the manifest, load the dataset it names again (or take the one given),
 check that its key sha256 is the one the run used, read items.jsonl, and score every track that
 ran with the same pure functions the run used. The numbers are therefore identical to the ones
@@ -8,6 +12,8 @@ printed at the end of `twist run`.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,10 +26,17 @@ from twistbench.datasets.registry import DatasetOptions, load_dataset
 from twistbench.errors import InputError
 from twistbench.judges import DEFAULT_JUDGE, make_judge
 from twistbench.model import Dataset
-from twistbench.records import ItemRecord, read_manifest, read_records
-from twistbench.report.profile import Profile, ProfileEntry, group_by_key
-from twistbench.report.render import console_table, profile_json, render_profile_markdown
-from twistbench.sanitize import plain
+from twistbench.records import (
+    MANIFEST,
+    ItemRecord,
+    charge_ingest_failures,
+    read_manifest,
+    read_records,
+)
+from twistbench.report.items import ItemViews, RunData, build_item_views
+from twistbench.report.profile import JudgeInfo, Profile, ProfileEntry, group_by_key
+from twistbench.report.render import profile_json, render_profile_markdown
+from twistbench.report.terminal import profile_lines
 from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
 from twistbench.tracks.b_alignment import score_predictions, write_predictions
 from twistbench.tracks.base import TrackResult
@@ -59,14 +72,24 @@ def load_run_dataset(manifest: dict[str, Any], where: str, locomo: Path | None =
                          expected="a run written by `twist run` (or pass the dataset)")
     loc = locomo or (Path(src["locomo"]) if src.get("locomo") else None)
     opts = DatasetOptions(locomo=loc, errata=src.get("errata"),
-                          include_crisis=bool(src.get("include_crisis")))
+                          include_crisis=bool(src.get("include_crisis")),
+                          data=Path(src["data"]) if src.get("data") else None,
+                          granularity=str(src.get("granularity") or "turn"),
+                          tier=src.get("tier"))
     return load_dataset(name, opts)
 
 
-def score_folder(folder: str | Path, dataset: Dataset | None = None,
-                 locomo: Path | None = None) -> tuple[ProfileEntry, Dataset, list[ItemRecord]]:
-    """Re-score one run folder. Raises InputError if the dataset's key sha256 differs from the
-    run's (a report on another key would silently mix items)."""
+def display_name(manifest: dict[str, Any], folder: Path) -> str:
+    """What a run is called in tables: its label, else its system's name, else its folder."""
+    system = manifest.get("system") or {}
+    return str(system.get("label") or system.get("name") or folder.name)
+
+
+def load_run(folder: str | Path, dataset: Dataset | None = None, locomo: Path | None = None,
+             name: str | None = None) -> tuple[ProfileEntry, RunData]:
+    """Re-score one run folder: its profile entry and what the item browser needs. Raises
+    InputError if the dataset's key sha256 differs from the run's (a report on another key
+    would silently mix items)."""
     folder = Path(folder)
     manifest = read_manifest(folder)
     where = str(folder / "manifest.json")
@@ -91,54 +114,194 @@ def score_folder(folder: str | Path, dataset: Dataset | None = None,
             reason = plan.get(k, "not run")
             reason = reason[5:] if reason.startswith("N/A: ") else reason
             scores.tracks[k] = TrackResult.not_applicable(k, TRACKS[k].title, reason)
-    system = (manifest.get("system") or {}).get("name") or folder.name
-    return ProfileEntry(system=system, scores=scores, run=str(folder)), dataset, records
+    name = name or display_name(manifest, folder)
+    info = JudgeInfo.from_manifest(manifest.get("judge"), judge.name)
+    entry = ProfileEntry(system=name, scores=scores, run=str(folder), judge=info)
+    # the item browser sees the records as scoring did: a failed ingest's items are errors
+    return entry, RunData(name=name, dataset=dataset, records=charge_ingest_failures(records),
+                          caps=caps, judge=judge, scores=scores)
+
+
+def score_folder(folder: str | Path, dataset: Dataset | None = None,
+                 locomo: Path | None = None) -> tuple[ProfileEntry, Dataset, list[ItemRecord]]:
+    """Re-score one run folder: (profile entry, the dataset as scored, the records)."""
+    entry, data = load_run(folder, dataset=dataset, locomo=locomo)
+    return entry, data.dataset, data.records
+
+
+# ---------------------------------------------------------------------------------------------
+# Which folders a report covers, in which order
+
+RUN_ORDER = "runs.order"  # in a run root: the folder names in the order they were first run
+AUDIT_JSON = "audit.json"
+
+
+def record_run_order(root: str | Path, folder: str | Path) -> None:
+    """Note a run folder in its root's run order (first run first); idempotent."""
+    root, name = Path(root), Path(folder).name
+    path = root / RUN_ORDER
+    names = _read_order(path)
+    if name not in names:
+        atomic_write_bytes(path, ("\n".join([*names, name]) + "\n").encode("utf-8"))
+
+
+def _read_order(path: Path) -> list[str]:
+    if not path.exists():
+        return []
+    return [line.strip() for line in path.read_text(encoding="utf-8").splitlines()
+            if line.strip()]
+
+
+def _started(folder: Path) -> str:
+    try:
+        return str(read_manifest(folder).get("started") or "")
+    except InputError:
+        return ""
+
+
+def runs_under(root: Path) -> list[Path]:
+    """The run folders one level below a root: in the root's run order, then any others by
+    start time and name (a stable order, never alphabetical re-sorting of a known order)."""
+    subs = [d for d in root.iterdir() if d.is_dir() and (d / MANIFEST).exists()]
+    order = {n: i for i, n in enumerate(_read_order(root / RUN_ORDER))}
+    return sorted(subs, key=lambda d: (order.get(d.name, len(order)), _started(d), d.name))
+
+
+@dataclass
+class Sources:
+    runs: list[Path]
+    audits: list[Path]
+
+
+def find_sources(paths: Sequence[str | Path]) -> Sources:
+    """Run folders and audit folders (holding audit.json) named directly or found one level
+    below a named root, in the order given; under a root, in run order."""
+    runs: list[Path] = []
+    audits: list[Path] = []
+    for p in map(Path, paths):
+        if (p / MANIFEST).exists():
+            runs.append(p)
+            continue
+        if (p / AUDIT_JSON).exists():
+            audits.append(p)
+            continue
+        subs = runs_under(p) if p.is_dir() else []
+        subs_audit = sorted(d for d in p.iterdir() if d.is_dir() and (d / AUDIT_JSON).exists()
+                            ) if p.is_dir() else []
+        if not subs and not subs_audit:
+            raise InputError(str(p), "no run folder here", expected="a folder with manifest.json "
+                             "(or audit.json), or a folder of such folders")
+        runs += [d for d in subs if d not in runs]
+        audits += [d for d in subs_audit if d not in audits]
+    if not runs:
+        raise InputError(", ".join(map(str, paths)), "no run folder among these",
+                         expected="at least one folder written by `twist run`")
+    return Sources(runs=runs, audits=audits)
+
+
+def _unique_names(folders: Sequence[Path], names: list[str]) -> list[str]:
+    """Names as shown; two runs of one name are told apart by their folder (then its root)."""
+    out = list(names)
+    for i, n in enumerate(names):
+        if names.count(n) > 1:
+            out[i] = f"{n} ({folders[i].name})"
+    for i, n in enumerate(list(out)):
+        if out.count(n) > 1:
+            out[i] = f"{names[i]} ({folders[i].parent.name}/{folders[i].name})"
+    for i, n in enumerate(out):
+        if out.count(n) > 1:
+            out[i] = f"{n} #{i + 1}"
+    return out
+
+
+def read_audit(folder: str | Path) -> dict[str, Any]:
+    """The parts of a TIAP audit.json the report shows (score shifts by target)."""
+    path = Path(folder) / AUDIT_JSON
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InputError(str(path), f"cannot read the audit: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("shifts"), list):
+        raise InputError(str(path), "no score shifts", field="shifts",
+                         expected="audit.json written by `twist audit`")
+    return {"folder": str(folder), "config": doc.get("config") or {}, "shifts": doc["shifts"]}
 
 
 @dataclass
 class RunsReport:
     """`markdown`: profile tables plus every metric per system (report.md); `summary`: the
-    profile tables and N/A reasons only (what the console shows); `data`: everything as JSON."""
+    profile tables and N/A reasons only; `data`: everything as JSON; `runs`: per run what the
+    HTML item browser needs; `audits`: TIAP audits included in the report."""
 
     profiles: list[Profile]
     markdown: str
     data: dict[str, Any]
     entries: list[ProfileEntry] = field(default_factory=list)
     summary: str = ""
+    runs: list[RunData] = field(default_factory=list)
+    audits: list[dict[str, Any]] = field(default_factory=list)
+    _views: dict[str, ItemViews] = field(default_factory=dict, repr=False)
 
-    def print(self, console: Any, details: bool = False) -> None:
-        """Print the profile: a compact table per key and why each N/A cell is N/A;
-        details=True prints the whole Markdown report (every metric, with intervals)."""
+    def print(self, console: Any, details: bool = False, written: Sequence[str] = ()) -> None:
+        """Print the profile: a compact table per key (80 columns or the console's width) and
+        why each N/A cell is N/A; details=True prints the whole Markdown report."""
         if details:
             console.print(Markdown(self.markdown))
             return
         for profile in self.profiles:
-            console.print(console_table(profile))
-            for row in profile.rows:
-                for col, cell in row.cells.items():
-                    if cell.status == "n/a" and cell.reason:
-                        console.print(f"  [dim]{plain(row.system)} · {col}: N/A — "
-                                      f"{plain(cell.reason)}[/]", highlight=False)
+            for line in profile_lines(profile, width=console.width, written=written):
+                console.print(line, highlight=False)
+
+    def markdown_with_images(self, images: Sequence[str | None]) -> str:
+        """report.md: each profile with its picture above the table."""
+        return "\n".join(render_profile_markdown(p, image=img)
+                         for p, img in zip(self.profiles, images))
+
+    def runs_of(self, profile: Profile) -> list[RunData]:
+        """The run data of a profile's rows, in row order."""
+        return [r for r in self.runs if r.scores.key_sha256 == profile.key_sha256]
+
+    def views(self, profile: Profile) -> ItemViews:
+        """The per-item views of a profile's runs (built once)."""
+        if profile.key_sha256 not in self._views:
+            self._views[profile.key_sha256] = build_item_views(self.runs_of(profile))
+        return self._views[profile.key_sha256]
 
 
-def report_entries(entries: list[ProfileEntry], details: bool = True) -> RunsReport:
+def report_entries(entries: list[ProfileEntry], details: bool = True,
+                   runs: list[RunData] | None = None,
+                   audits: list[dict[str, Any]] | None = None) -> RunsReport:
     """Profiles (one per key) for in-memory scores, rendered as Markdown and JSON data."""
     profiles = group_by_key(entries)
     md = "\n".join(render_profile_markdown(p, details=details) for p in profiles)
     summary = "\n".join(render_profile_markdown(p, details=False) for p in profiles)
-    data = {"format": "twist-report/1", "profiles": [profile_json(p) for p in profiles]}
-    return RunsReport(profiles=profiles, markdown=md, data=data, entries=entries, summary=summary)
+    data: dict[str, Any] = {"format": "twist-report/1",
+                            "profiles": [profile_json(p) for p in profiles]}
+    if audits:
+        data["audits"] = audits
+    return RunsReport(profiles=profiles, markdown=md, data=data, entries=entries, summary=summary,
+                      runs=runs or [], audits=audits or [])
 
 
 def report_runs(folders: list[Path], locomo: Path | None = None, dataset: Dataset | None = None,
-                details: bool = True) -> RunsReport:
+                details: bool = True, labels: Sequence[str] | None = None,
+                audits: Sequence[Path] = ()) -> RunsReport:
     """Re-score run folders without calling any system; one profile per dataset key.
 
     `dataset`: use this dataset instead of loading the one each manifest names (it must have the
     run's key sha256). `locomo`: path of locomo10.json for LoCoMo-based datasets, overriding the
-    one recorded in the manifest."""
-    entries = [score_folder(f, dataset=dataset, locomo=locomo)[0] for f in folders]
-    return report_entries(entries, details=details)
+    one recorded in the manifest. `labels`: names for the runs, in order (default: each run's
+    label or system name). `audits`: TIAP audit folders whose score shifts the report shows."""
+    if labels and len(labels) != len(folders):
+        raise InputError("--label", f"{len(labels)} label(s) for {len(folders)} run folder(s)",
+                         expected="one --label per run folder, in order")
+    names = list(labels) if labels else [display_name(read_manifest(f), Path(f))
+                                         for f in folders]
+    names = _unique_names([Path(f) for f in folders], names)
+    loaded = [load_run(f, dataset=dataset, locomo=locomo, name=n)
+              for f, n in zip(folders, names)]
+    return report_entries([e for e, _ in loaded], details=details, runs=[d for _, d in loaded],
+                          audits=[read_audit(a) for a in audits])
 
 
 def export_predictions(folder: str | Path, out: str | Path) -> int:

@@ -7,19 +7,27 @@ allows 512 but longer inputs were never seen in training), pad to the longest in
 run, mean-pool last_hidden_state over the attention mask, L2-normalise. Cosine similarity is
 then a dot product.
 
-The ONNX session and tokenizer load once per process. Embeddings are cached per text in a
-bounded in-process cache, because several reference systems embed the same turns in one run.
+The ONNX session and tokenizer load once per process. Embeddings are cached per text twice:
+in a bounded in-process cache, and on disk in the content-addressed cache of `embcache`
+(sha256 of the model id and the text), shared by every retriever, system, run and process, so
+a text is embedded once per model and a warm run loads no model at all. A vector depends a
+little (~1e-7) on which texts share its padded batch; the cache keeps the first one computed,
+so every later run reads the same vector.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import sqlite3
 import threading
+import warnings
 from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 
+from twistbench.retrieval import embcache
 from twistbench.retrieval.base import Hit, _DocStore, top_k
 
 MAX_TOKENS = 256
@@ -31,6 +39,9 @@ _lock = threading.Lock()
 _session = None
 _tokenizer = None
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
+_model_id: str | None = None
+computed_texts = 0  # texts this process ran through the model (benchmarks read it)
+used = False  # whether anything in this process embedded (traces record the model id then)
 
 
 def model_path() -> Path:
@@ -53,6 +64,25 @@ def tokenizer_path() -> Path:
         if "minilm" in str(p).lower():
             return p
     raise RuntimeError(f"no MiniLM tokenizer.json under {root}")
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def model_id() -> str:
+    """What the vectors depend on: the model and tokenizer files (sha256), the token limit and
+    the pooling. The key of the on-disk cache and the id written beside traces."""
+    global _model_id
+    if _model_id is None:
+        _model_id = (f"all-MiniLM-L6-v2-int8-onnx model={_file_sha256(model_path())[:16]} "
+                     f"tokenizer={_file_sha256(tokenizer_path())[:16]} max_tokens={MAX_TOKENS} "
+                     "pooling=mean-l2")
+    return _model_id
 
 
 def _load() -> tuple[object, object]:
@@ -100,8 +130,11 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     """Unit-length float32 embeddings, shape (len(texts), 384).
 
     Texts are embedded in batches sorted by length (less padding); results come back in input
-    order. With cache=True, texts seen before in this process are not embedded again.
+    order. With cache=True, texts seen before in this process, or stored in the on-disk cache
+    by any run, are not embedded again, and new vectors are stored there.
     """
+    global computed_texts, used
+    used = True
     n = len(texts)
     out = np.zeros((n, DIM), dtype=np.float32)
     todo: dict[str, list[int]] = {}
@@ -111,18 +144,40 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
             _cache.move_to_end(t)
         else:
             todo.setdefault(t, []).append(i)
+    disk = embcache.shared_cache(DIM) if cache and todo else None
+    if disk is not None:
+        try:
+            for t, v in disk.get_many(model_id(), list(todo)).items():
+                for i in todo.pop(t):
+                    out[i] = v
+                _cache[t] = v
+        except sqlite3.Error as exc:
+            disk = _drop_disk_cache(exc)
     uniq = sorted(todo, key=len)
     for start in range(0, len(uniq), batch_size):
         chunk = uniq[start:start + batch_size]
         vecs = _run(chunk)
+        computed_texts += len(chunk)
         for t, v in zip(chunk, vecs):
             for i in todo[t]:
                 out[i] = v
             if cache:
                 _cache[t] = v
+        if disk is not None:
+            try:
+                disk.put_many(model_id(), chunk, vecs)
+            except sqlite3.Error as exc:
+                disk = _drop_disk_cache(exc)
     while len(_cache) > _CACHE_LIMIT:
         _cache.popitem(last=False)
     return out
+
+
+def _drop_disk_cache(exc: sqlite3.Error) -> None:
+    warnings.warn(f"embedding cache not used any more in this process: {exc}", RuntimeWarning,
+                  stacklevel=3)
+    embcache.drop_shared(DIM)
+    return None
 
 
 class DenseRetriever:

@@ -130,6 +130,7 @@ def run_system(
     judge: Judge | None = None,
     on_item: Callable[[ItemRecord], None] | None = None,
     dataset_source: dict[str, Any] | None = None,
+    label: str | None = None,
     factory: SystemFactory | None = None,
 ) -> RunOutcome:
     """Run `system` over `dataset` into `out_dir`, resuming what is already there.
@@ -137,7 +138,9 @@ def run_system(
     factory: builds a fresh instance of the system (after a timeout; in the child process with
     settings.isolate == "process", where `system` may be None). judge: the judge of free-text
     answers (judges/; default the structural judge); its name and version go into the manifest
-    and the fingerprint. The folder is locked for the whole run (runs/lock.py)."""
+    and the fingerprint. label: what reports call this run (a configuration of the system);
+    recorded in the manifest, outside the fingerprint. The folder is locked for the whole run
+    (runs/lock.py)."""
     settings = settings or RunSettings()
     tracks = tracks if tracks is not None else TRACKS
     judge = judge if judge is not None else StructuralJudge()
@@ -149,7 +152,8 @@ def run_system(
         try:
             outcome = _run_locked(dataset, guarded, folder, spec=spec, options=options,
                                   gold_channel=gold_channel, settings=settings, tracks=tracks,
-                                  judge=judge, on_item=on_item, dataset_source=dataset_source)
+                                  judge=judge, on_item=on_item, dataset_source=dataset_source,
+                                  label=label)
         finally:
             guarded.close()
     if lock.note:
@@ -161,7 +165,7 @@ def _run_locked(dataset: Dataset, guarded: GuardedSystem, folder: RunFolder, *, 
                 options: dict[str, Any] | None, gold_channel: bool, settings: RunSettings,
                 tracks: Mapping[str, Track], judge: Judge,
                 on_item: Callable[[ItemRecord], None] | None,
-                dataset_source: dict[str, Any] | None) -> RunOutcome:
+                dataset_source: dict[str, Any] | None, label: str | None) -> RunOutcome:
     name = guarded.name
     caps = guarded.capabilities
     plan = plan_tracks(dataset, caps, tracks, settings.tracks)
@@ -176,6 +180,8 @@ def _run_locked(dataset: Dataset, guarded: GuardedSystem, folder: RunFolder, *, 
                           "max_output_bytes": settings.max_output_bytes}
     done = finished_items(folder, config, manifest["fingerprint"], settings.force_new)
     manifest["resumed_from_items"] = len(done)
+    if label:
+        manifest["system"]["label"] = label
     folder.write_manifest(manifest)
 
     work = _work(dataset, caps, settings, tracks, plan, judge)
@@ -223,7 +229,7 @@ def _run_locked(dataset: Dataset, guarded: GuardedSystem, folder: RunFolder, *, 
                                    "timeouts": guarded.timeouts})
         manifest["resources"] = peak_memory()
         folder.write_manifest(manifest)
-    return RunOutcome(folder=folder.path, system=name, items=len(records), new_items=new,
+    return RunOutcome(folder=folder.path, system=label or name, items=len(records), new_items=new,
                       skipped=skipped, errors=sum(by_track.values()), errors_by_track=by_track,
                       tracks=plan)
 

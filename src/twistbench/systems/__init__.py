@@ -100,6 +100,20 @@ def make_system(spec: str, options: dict[str, str] | None = None
     return system, entry
 
 
+def declared_name(spec: str) -> str | None:
+    """The name a system's class declares (a class attribute `name`), read without building it:
+    what `--isolate process` names the run folder by, since the system is built only in the
+    child. None when the class cannot be imported here or declares no plain string."""
+    table = {name: e.target for name, e in REGISTRY.items()}
+    try:
+        cls: Any = resolve(spec, table=table, group=ENTRY_POINT_GROUP, flag="--system",
+                           what="system")
+        name = inspect.getattr_static(cls, "name", None)
+    except Exception:  # noqa: BLE001 - the child reports a bad spec, with its own message
+        return None
+    return name if isinstance(name, str) and name else None
+
+
 def build_system(spec: str, options: dict[str, str] | None = None) -> MemorySystem:
     """make_system without the registry entry: a picklable factory (functools.partial of it)
     that rebuilds the system after a timeout, or in a child process (`--isolate process`)."""

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from twistbench.contract import Capabilities
@@ -162,6 +162,9 @@ class ConversationScore:
     matched: dict[str, Detection]
     arc_ids: list[str]
     hn_ids: list[str]
+    # the scored detections (deduplicated, supersession flags set apart): the report shows which
+    # of them flagged a hard negative
+    detections_scored: list[Detection] = field(default_factory=list)
 
 
 def score_conversation(arcs: list[ReversalArc], negatives: list[HardNegativeArc],
@@ -192,7 +195,8 @@ def score_conversation(arcs: list[ReversalArc], negatives: list[HardNegativeArc]
                              duplicates=dups, attributed=n_attr, false_flags=flagged,
                              hard_negatives=len(negatives), latencies=lat,
                              supersession=len(neutral), matched=matched,
-                             arc_ids=[a.id for a in arcs], hn_ids=[h.id for h in negatives])
+                             arc_ids=[a.id for a in arcs], hn_ids=[h.id for h in negatives],
+                             detections_scored=dets)
 
 
 def batch_item_id(conversation_id: str) -> str:

@@ -93,6 +93,10 @@ GATES: dict[str, float] = {
     "D.masking.leak": 0.10, "D.masking.over_block": 0.10,
     "surface.duplicates": 0.05,
 }
+# The battery's revision: raise it whenever a check, a baseline, a feature or a gate changes what
+# the battery measures, so that gate results recorded for a key (itemgen/cs2/gates_record.json)
+# know they were measured by another battery.
+BATTERY_REVISION = "1"
 TOP_K = 5  # turns the masking baseline returns per probe
 MIN_GROUPS = 3  # leave-one-group-out needs at least this many groups to mean anything
 MIN_PER_CLASS = 4
@@ -562,6 +566,14 @@ def _run_gates(dataset: Dataset, *, seed: int, control: bool, progress: bool, co
         seconds=time.perf_counter() - start)
 
 
+def measured_with() -> dict[str, str]:
+    """What gate results measured on a key depend on besides its content: this battery's
+    revision and the structural judge's version (it scores the Track C baselines here and the
+    oracle's Track C and D answers in the separability audit)."""
+    return {"battery": f"twistbench.validation.shortcuts@{BATTERY_REVISION}",
+            "judge": f"{StructuralJudge.name}@{StructuralJudge.version}"}
+
+
 class GatesFailed(Exception):
     """A key about to be written fails a shortcut gate (and failing gates are not allowed)."""
 
@@ -617,6 +629,9 @@ class BuildGate:
         self._in_key = meta is not None
         return meta
 
+    def measured_with(self) -> dict[str, str]:
+        return measured_with()
+
     def after_write(self, key_path: Path) -> Path | None:
         if self.report is None or self._in_key:
             return None
@@ -628,6 +643,7 @@ def _is_workspace(dataset: Dataset) -> bool:
 
 
 __all__ = [
+    "BATTERY_REVISION",
     "GATES",
     "BuildGate",
     "GateReport",
@@ -637,6 +653,7 @@ __all__ = [
     "classifier_check",
     "gate_for_build",
     "gates_sidecar",
+    "measured_with",
     "records_gates_in_key",
     "run_gates",
     "write_gates_sidecar",

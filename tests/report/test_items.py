@@ -1,0 +1,132 @@
+"""The item browser's per-item outcomes agree with the tracks' own per-item outcomes and with the
+profile's counts; errors are errors, declined tracks N/A; the turn table holds cited text."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from toy_systems import FaultyToy, KeywordToy
+
+from twistbench.datasets.demo import demo_dataset
+from twistbench.report.items import OUTCOMES, build_item_views, outcome_counts
+from twistbench.report.runs import find_sources, report_runs
+from twistbench.runs.runner import RunSettings, run_system
+from twistbench.tracks import item_outcomes
+
+
+def view_id(o) -> str | None:
+    """The browser's id of one of the tracks' ItemOutcomes (None: a plant-level outcome)."""
+    t = o.item_type.split(":")[0]
+    if t.startswith("A."):
+        return f"A.{o.item_id}"
+    if t == "B":
+        return f"B:{o.item_id}"
+    if t == "locomo":
+        return f"locomo:{o.item_id}"
+    if o.item_type == "D:crisis_plant":
+        return None
+    return o.item_id
+
+
+def check_against_tracks(rep) -> int:
+    """Every run's per-item outcomes equal the tracks' outcomes() (1 = correct, 0 = wrong, a
+    LoCoMo score strictly between = partial); returns how many were compared."""
+    compared = 0
+    for profile in rep.profiles:
+        runs = rep.runs_of(profile)
+        views = build_item_views(runs)
+        by_id = {it.id: it for it in views.items}
+        for k, run in enumerate(runs):
+            for o in item_outcomes(run.dataset, run.records, run.caps, judge=run.judge):
+                vid = view_id(o)
+                if vid is None:
+                    continue
+                got = by_id[vid].results[k].outcome
+                want = ("correct" if o.value == 1 else "wrong" if o.value == 0 else "partial")
+                assert got == want, (run.name, vid, got, o.value)
+                compared += 1
+            # everything the tracks did not score for this run is error, missing or n/a
+            scored = {view_id(o) for o in item_outcomes(run.dataset, run.records, run.caps,
+                                                         judge=run.judge)}
+            for it in views.items:
+                if it.id not in scored and not it.family.startswith("crisis"):  # plant-level
+                    assert it.results[k].outcome in ("error", "missing", "n/a"), it.id
+    return compared
+
+
+def test_default_run_items_agree_with_the_tracks_and_the_profile(default_run):
+    rep = report_runs(find_sources([default_run]).runs)
+    assert check_against_tracks(rep) > 100
+    profile = rep.profiles[0]
+    views = rep.views(profile)
+    counts = outcome_counts(views)
+    for row in profile.rows:
+        c = counts[row.system]
+        b = row.scores.tracks["B"]
+        if b.status == "scored":
+            # contradiction recall's k and n, hard-negative specificity's, from the item outcomes
+            by_family = Counter((it.family.split(" · ")[0], it.results[views.systems.index(
+                row.system)].outcome) for it in views.items if it.track == "B")
+            cr, hn = b.metrics["contradiction_recall"], b.metrics["hard_negative_specificity"]
+            assert by_family[("contradicting", "correct")] == cr.k
+            assert sum(by_family[("contradicting", o)] for o in ("correct", "wrong")) == cr.n
+            assert by_family[("hard_negative", "correct")] == hn.k
+        cur = row.scores.tracks["C"].metrics.get("current_rate")
+        if cur is not None:
+            current = [it.results[views.systems.index(row.system)].outcome for it in views.items
+                       if it.track == "C" and it.family.startswith("current ·")]
+            assert current.count("correct") == cur.k
+        if row.cells["D"].status == "n/a":
+            assert set(c["D"]) == {"n/a"}
+    # gold and cited turns carry their text
+    assert all(t[3] for conv in views.turns.values() for t in conv.values())
+    item = next(it for it in views.items if it.track == "B" and it.gold_turns)
+    gold_turn = item.gold_turns[0][1][0]
+    assert gold_turn in views.turns[item.conversation]
+
+
+@pytest.fixture(scope="module")
+def demo_runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("items")
+    ds = demo_dataset()
+    run_system(ds, KeywordToy(), root / "kw", settings=RunSettings(progress=False),
+               dataset_source={"name": "demo"})
+    run_system(ds, FaultyToy(hang_s=1.0), root / "faulty",
+               settings=RunSettings(progress=False, timeout_s=0.3),
+               dataset_source={"name": "demo"})
+    return root
+
+
+def test_failed_calls_are_errors_with_their_message_never_outcomes(demo_runs):
+    rep = report_runs([demo_runs / "kw", demo_runs / "faulty"])
+    assert check_against_tracks(rep) > 0
+    views = rep.views(rep.profiles[0])
+    faulty = [it.results[1] for it in views.items]
+    errors = [r for r in faulty if r.outcome == "error"]
+    assert errors and all(r.error and "failed" in r.why for r in errors)
+    row = rep.profiles[0].rows[1]
+    n_errors = sum(t.error_total for t in row.scores.tracks.values() if t.status == "scored")
+    counted = sum(n for track in outcome_counts(views)[row.system].values()
+                  for o, n in track.items() if o == "error")
+    assert counted == n_errors
+    # KeywordToy declares no safety layer: D is N/A with the reason, for every probe
+    d = [it.results[0] for it in views.items if it.track == "D"]
+    assert d and all(r.outcome == "n/a" and "safety" in r.why for r in d)
+    # LoCoMo questions of the demo: scored with the official F1
+    qa = [it for it in views.items if it.track == "LoCoMo"]
+    assert qa and all(it.results[0].score.startswith(("F1", "abstained", "answered"))
+                      for it in qa)
+
+
+def test_item_json_is_compact_and_complete(demo_runs):
+    rep = report_runs([demo_runs / "kw"])
+    data = json.loads(json.dumps(rep.views(rep.profiles[0]).as_json()))
+    assert data["systems"] == ["keyword-toy"] and data["outcomes"] == list(OUTCOMES)
+    assert set(data["tracks"]) <= {"LoCoMo", "A online", "A batch", "B", "C", "D"}
+    ids = [it["i"] for it in data["items"]]
+    assert len(ids) == len(set(ids))
+    first = data["items"][0]
+    assert set(first) == {"i", "t", "f", "c", "q", "g", "gt", "r"}
+    assert first["r"][0]["o"] in OUTCOMES
