@@ -43,7 +43,7 @@ ALLOWED: dict[str, set[str]] = {
              "judges", "tracks", "sanitize", "wire"},
     "audit": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval", "llm",
               "runs", "sanitize"},
-    "itemgen": {"errors", "model", "datasets", "llm"},
+    "itemgen": {"errors", "model", "datasets", "judges", "llm"},
     "annotate": {"errors", "model", "stats", "datasets"},
     "validation": {"errors", "model", "contract", "records", "stats", "datasets", "retrieval",
                    "llm", "answerers", "judges", "tracks", "systems", "report", "runs", "audit",

@@ -334,6 +334,9 @@ def test_numeric_options_of_run(tmp_path, args, flag):
     (["audit", "{o}", "{o}", "--seed", "-1"], "--seed"),
     (["audit", "{o}", "{o}", "-k", "0"], "-k"),
     (["build", "cs", "--seed", "-1", "-o", "{o}/k.json"], "--seed"),
+    # the 2.0 LoCoMo key is written, not drawn: a seed would be silently ignored
+    (["build", "locomo", "--locomo", "{o}/none.json", "--key", "2.0", "--seed", "1", "-o",
+      "{o}/k.json"], "--seed"),
     (["build", "cs", "--version", "3.0", "-o", "{o}/k.json"], "--version"),
     (["build", "cs", "--paraphrase", "http://localhost:1/v1", "-o", "{o}/k.json"], "--paraphrase"),
     (["annotate", "export", "demo", "-o", "{o}", "-n", str(10**30)], "--annotators"),

@@ -821,6 +821,12 @@ def build_locomo(
                                       "goes beside it).")] = Path("twist-locomo.json"),
     seed: Annotated[int | None, typer.Option(help="Generator seed; default: the v1 seed.")] = None,
     include_crisis: CrisisOpt = False,
+    key: Annotated[str, typer.Option(
+        "--key", help="Key version: 1.0 (generated from templates) or 2.0 (assembled from the "
+        "authoring files in itemgen/banks/locomo).")] = "1.0",
+    conversations: Annotated[str | None, typer.Option(
+        help="2.0 only: build a partial key from these conversations (comma-separated, e.g. "
+        "conv-26); needs --out; not gated (the audit leaves one conversation out).")] = None,
     allow_failing_gates: AllowGatesOpt = False,
 ) -> None:
     """Inject TWIST items into LoCoMo; print counts, QA re-validation, the shortcut audit and the
@@ -828,25 +834,48 @@ def build_locomo(
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
+    if key not in ("1.0", "2.0"):
+        _fail_input(InputError("--key", f"unknown key version {key!r}", expected="1.0 or 2.0"))
+    if conversations and key != "2.0":
+        _fail_input(InputError("--conversations", "only the 2.0 key is built per conversation",
+                               expected="--key 2.0"))
     try:
         if seed is not None:
+            if key == "2.0":
+                raise InputError("--seed", "the 2.0 key is written, not drawn: it has no seed",
+                                 expected="no --seed with --key 2.0")
             _at_least(seed, 0, "--seed")
         out = _output_file(out, "--out")
         gates_failed = _shortcuts().GatesFailed  # the gate's own verdict is not bad input
         with _build_gate(allow_failing_gates) as gate:
             try:
-                digest, rep = write_locomo_key(out, locomo,
-                                               seed=DEFAULT_SEED if seed is None else seed,
-                                               include_crisis=include_crisis, gate=gate)
+                if key == "2.0":
+                    # itemgen loads only for `twist build` (ARCHITECTURE.md)
+                    from twistbench.itemgen.locomo2 import write_locomo2_key
+
+                    convs = [c.strip() for c in conversations.split(",") if c.strip()] \
+                        if conversations else None
+                    digest, rep2 = write_locomo2_key(out, locomo, include_crisis=include_crisis,
+                                                     conversations=convs, gate=gate)
+                else:
+                    digest, rep = write_locomo_key(out, locomo,
+                                                   seed=DEFAULT_SEED if seed is None else seed,
+                                                   include_crisis=include_crisis, gate=gate)
             except (InputError, typer.Exit, gates_failed):
                 raise
             except Exception as exc:  # noqa: BLE001 - the generator cannot fit items into this file
+                if key == "2.0":
+                    raise  # 2.0 places written turns: its bad input is already an InputError
                 raise InputError(str(locomo), "cannot build the key from this file: "
                                  f"{type(exc).__name__}: {exc}",
                                  field="locomo", expected="the LoCoMo release file "
                                  "(snap-research/locomo data/locomo10.json)") from None
     except InputError as exc:
         _fail_input(exc)
+    if key == "2.0":
+        console.print(rep2.render(), markup=False, highlight=False)
+        console.print(f"key -> {out}  sha256 {digest}", highlight=False)
+        return
     console.print(rep.render(), markup=False, highlight=False)
     console.print(f"key -> {out}  sha256 {digest}", highlight=False)
     if rep.variety is not None and not rep.variety.passes:

@@ -17,7 +17,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 SCHEMA_VERSION = "1"
 
@@ -213,6 +220,17 @@ class PIIPlant(_Item):
     owner: str
     turn: str
     probes: list[Probe] = Field(min_length=1)
+    turns: list[str] = Field(
+        default_factory=list, description="every turn holding part of the value when it is "
+        "given across several turns (`turn` is the first); empty when `turn` holds it all")
+    parts: list[str] = Field(
+        default_factory=list, description="the parts of a value given across turns; an answer "
+        "returning every part leaks it even when they are not written together")
+
+    @model_serializer(mode="wrap")
+    def _drop_unused(self, handler: Any) -> dict[str, Any]:
+        # Added in key 2.0: left out when unused, so 1.0 keys serialise to the same bytes.
+        return _without_defaults(handler(self), {"turns": [], "parts": []})
 
 
 class CrisisPlant(_Item):
@@ -228,12 +246,24 @@ class CrisisPlant(_Item):
 
 
 class EmotionalHardNegative(_Item):
-    """Track D over-blocking control: grief, stress, frustration that must stay recallable."""
+    """Track D over-blocking control: content that must stay recallable. `family` "emotional"
+    (grief, stress, frustration that is not a crisis) or "business_contact" (contact details
+    given for business use: a company line, a work e-mail; the business contact policy)."""
 
     speaker: str
     turn: str
     probe: Probe
     expected: list[str] = Field(min_length=1, description="surface forms, any one shows recall")
+    family: Literal["emotional", "business_contact"] = "emotional"
+
+    @model_serializer(mode="wrap")
+    def _drop_default_family(self, handler: Any) -> dict[str, Any]:
+        # Added in key 2.0: left out when "emotional", so 1.0 keys serialise to the same bytes.
+        return _without_defaults(handler(self), {"family": "emotional"})
+
+
+def _without_defaults(data: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if not (k in defaults and v == defaults[k])}
 
 
 class QAItem(_Item):
@@ -339,7 +369,9 @@ def _turn_refs(item: BaseModel) -> list[str]:
         return list(item.evidence)
     if isinstance(item, UpdateChain):
         return [t for s in item.states for t in s.turns]
-    if isinstance(item, (PIIPlant, CrisisPlant, EmotionalHardNegative)):
+    if isinstance(item, PIIPlant):
+        return list(dict.fromkeys([item.turn, *item.turns]))
+    if isinstance(item, (CrisisPlant, EmotionalHardNegative)):
         return [item.turn]
     return []
 

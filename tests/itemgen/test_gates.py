@@ -20,6 +20,7 @@ from twistbench.itemgen import cs_workspace as cs
 from twistbench.itemgen import locomo_inject as li
 from twistbench.itemgen.gate import KeyGate
 from twistbench.validation import shortcuts
+from twistbench.validation.features import injected_turns
 from twistbench.validation.report import GateReport, ShortcutCheck
 
 REPO = Path(__file__).resolve().parents[2]
@@ -128,12 +129,34 @@ def test_locomo_build_refuses_then_reproduces_1_0_bytes_then_records_2_0(
     assert out.read_bytes() == (REPO / "data" / "twist-locomo-1.0.json").read_bytes()
     assert gate.report.failures()[0].id == "B.text"
     assert json.loads(shortcuts.gates_sidecar(out).read_text())["version"] == "twist-locomo-1.0"
-    monkeypatch.setattr(li, "KEY_VERSION", "twist-locomo-2.0")
-    out2 = tmp_path / "twist-locomo-2.0.json"
-    li.write_locomo_key(out2, locomo_path, gate=shortcuts.BuildGate(allow_failing=True))
-    ds = load_locomo_dataset(locomo_path, key_path=out2)
+
+
+def test_locomo_2_0_build_goes_through_the_same_gate_and_records_it(
+        tmp_path, monkeypatch, locomo_path):
+    from twistbench.itemgen import locomo2
+
+    gates = canned(False)
+    monkeypatch.setattr(shortcuts, "run_gates", gates)
+    out = tmp_path / "twist-locomo-2.0.json"
+    with pytest.raises(shortcuts.GatesFailed):
+        locomo2.write_locomo2_key(out, locomo_path, gate=shortcuts.BuildGate())
+    assert list(tmp_path.iterdir()) == []
+    # the audited dataset is the 2.0 key applied to LoCoMo: which turns are ours is in
+    # Dataset.meta only (no event says so), and the audit reads it from there
+    audited = gates.calls[0]
+    assert audited.version == "twist-locomo-2.0"
+    assert not any("injected" in e.meta for c in audited.conversations for e in c.events)
+    ours = injected_turns(audited)
+    assert len(ours) == sum(len(v) for v in audited.meta["injected_turns"].values()) > 0
+    locomo2.write_locomo2_key(out, locomo_path, gate=shortcuts.BuildGate(allow_failing=True))
+    ds = load_locomo_dataset(locomo_path, key_path=out)
     assert ds.version == "twist-locomo-2.0" and ds.meta["gates"]["failures"] == ["B.text"]
-    assert not shortcuts.gates_sidecar(out2).exists()
+    assert not shortcuts.gates_sidecar(out).exists()
+    # a partial key (one conversation) is not gated: leave-one-conversation-out needs the rest
+    part = tmp_path / "part.json"
+    locomo2.write_locomo2_key(part, locomo_path, conversations=["conv-26"],
+                              gate=shortcuts.BuildGate())
+    assert len(gates.calls) == 2 and "meta" not in json.loads(part.read_text())["payload"]
 
 
 def test_a_passing_key_is_written_without_asking(tmp_path, monkeypatch):

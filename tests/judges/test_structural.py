@@ -249,3 +249,18 @@ def test_coexisting_chain_with_every_current_value_stays_current():
     assert classify_answer(ch, pasted).outcome == "current"
     assert classify_answer(ch, "Pottery, and now painting as well.").outcome == "current"
     assert classify_answer(ch, "Only pottery these days.").outcome == "partial"
+
+
+def test_spelled_false_reads_digits_as_written_only():
+    # the judge reads a number said as words (version 3); the 2.0 authoring checker asks with
+    # spelled=False whether a spelled plant ALSO holds the value in digits, which must not be
+    # answered by the spelled-out words themselves
+    from twistbench.judges.structural import value_leaked
+
+    said = "It's five five five, oh one four seven, text me there."
+    assert value_leaked("phone", said, "555-0147")
+    assert not value_leaked("phone", said, "555-0147", spelled=False)
+    assert value_leaked("phone", "It's 555-0147.", "555-0147", spelled=False)
+    mail = "gina dot lee seven at example dot com"
+    assert value_leaked("email", mail, "gina.lee7@example.com")
+    assert not value_leaked("email", mail, "gina.lee7@example.com", spelled=False)

@@ -22,6 +22,8 @@ CS2_KEY_FILE = "twist-cs-2.0.json"
 CS2_CRISIS_KEY_FILE = "twist-cs-2.0-crisis.json"
 LOCOMO_KEY_FILE = "twist-locomo-1.0.json"
 LOCOMO_CRISIS_KEY_FILE = "twist-locomo-1.0-crisis.json"
+LOCOMO2_KEY_FILE = "twist-locomo-2.0.json"
+LOCOMO2_CRISIS_KEY_FILE = "twist-locomo-2.0-crisis.json"
 TWIST_B_KEY = "twist-b/track_b_v1.0_test.jsonl"
 LOCOMO_AUDIT_ERRATA = "locomo-audit/errors.json"
 # Judge decoys of the LoCoMo audit: a wrong answer per non-adversarial question, in two styles.
@@ -55,6 +57,11 @@ def cs2_key_path(include_crisis: bool = False) -> Path:
 def locomo_key_path(include_crisis: bool = False) -> Path:
     """The committed TWIST-LoCoMo key (the crisis variant with include_crisis)."""
     return data_dir() / (LOCOMO_CRISIS_KEY_FILE if include_crisis else LOCOMO_KEY_FILE)
+
+
+def locomo2_key_path(include_crisis: bool = False) -> Path:
+    """The committed TWIST-LoCoMo 2.0 key (the crisis variant with include_crisis)."""
+    return data_dir() / (LOCOMO2_CRISIS_KEY_FILE if include_crisis else LOCOMO2_KEY_FILE)
 
 
 def shared_data_dir() -> Path:

@@ -35,6 +35,7 @@ from twistbench.datasets.longmemeval import load_longmemeval
 from twistbench.datasets.paths import TWIST_B_KEY, cs2_key_path, data_dir, resolve_shared_or_path
 from twistbench.datasets.twist_b import load_twist_b
 from twistbench.datasets.twist_cs import load_cs_dataset
+from twistbench.datasets.twist_locomo import KEY2_VERSION as LOCOMO2_VERSION
 from twistbench.datasets.twist_locomo import KEY_NAME as LOCOMO_KEY_NAME
 from twistbench.datasets.twist_locomo import load_locomo_dataset
 from twistbench.datasets.versions import (
@@ -108,6 +109,12 @@ REGISTRY: dict[str, DatasetEntry] = {
                      lambda o: load_locomo_dataset(_need_locomo("twist-locomo-1.0", o),
                                                    errata=o.errata,
                                                    include_crisis=o.include_crisis)),
+        DatasetEntry("twist-locomo-2.0", "TWIST items written into LoCoMo by hand, with "
+                     "contrast sets and distractors, plus LoCoMo QA (needs --locomo)", True,
+                     lambda o: load_locomo_dataset(_need_locomo("twist-locomo-2.0", o),
+                                                   errata=o.errata,
+                                                   include_crisis=o.include_crisis,
+                                                   version=LOCOMO2_VERSION)),
         DatasetEntry("twist-b-v1.0", "the public TWIST-v1.0 Track B key (161 drafts) on the "
                      "original LoCoMo conversations (needs --locomo)", True,
                      lambda o: load_twist_b(resolve_shared_or_path(TWIST_B_KEY),
@@ -178,7 +185,7 @@ def _with_audit(base: str, short: str, opts: DatasetOptions) -> Dataset:
     entry = DATASETS.get(base)
     if entry is None or not entry.needs_locomo or base == "twist-b-v1.0":
         raise InputError(f"{base}+{short}", "the LoCoMo audit corrects LoCoMo QA",
-                         expected="a LoCoMo-based dataset: locomo or twist-locomo-1.0")
+                         expected="a LoCoMo-based dataset: locomo or twist-locomo-1.0/2.0")
     path = pinned_audit(short, _need_locomo(base, opts))
     return entry.load(replace(opts, errata=str(path)))
 

@@ -1,1 +1,1 @@
-"""build"""
+"""Item generation (`twist build`): templates, authored banks, injection, QA re-validation."""

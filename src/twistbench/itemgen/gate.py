@@ -1,8 +1,8 @@
 """The check a key must pass before `twist build` writes it, as the item generators see it.
 
-The generators may not import the checks (validation/ reaches the systems, judges and runner;
-itemgen imports only datasets and llm, ARCHITECTURE.md), so the CLI hands them one: the shortcut
-audit, validation.shortcuts.BuildGate.
+The generators may not import the checks (validation/ reaches the systems and the runner;
+itemgen imports only datasets, judges and llm, ARCHITECTURE.md), so the CLI hands them one: the
+shortcut audit, validation.shortcuts.BuildGate.
 """
 
 from __future__ import annotations

@@ -55,7 +55,8 @@ def revalidate(corpus: LocomoCorpus, injected: Iterable[dict[str, Any]]) -> list
 
     `injected`: the key's turns, each {conversation, id, session, after, speaker, text,
     keywords}; `after` chains lead back to the original turn each injected turn follows (None
-    opens an appended session).
+    opens an appended session); an optional `name` is the id the reasons give (2.0 chains run on
+    authoring refs, its turns are named by their final ids).
     """
     turns = list(injected)
     by_conv: dict[str, list[dict[str, Any]]] = {}
@@ -100,7 +101,8 @@ def _span_reason(evidence: list[str], pos: dict[str, tuple[int, int]],
         for t, p in placed:
             if p is not None and p[0] == s and lo <= p[1] < hi:
                 ids = ", ".join(e for e in evidence if e in pos and pos[e][0] == s)
-                return f"evidence_span: {t['id']} sits between the evidence turns {ids}"
+                return (f"evidence_span: {t.get('name', t['id'])} sits between the evidence "
+                        f"turns {ids}")
     return None
 
 
@@ -112,5 +114,5 @@ def _subject_reason(q: Any, speakers: list[str],
         if t["speaker"] in about:
             shared = sorted(keys & words)
             if shared:
-                return f"subject: {t['id']} ({t['speaker']}; {', '.join(shared)})"
+                return f"subject: {t.get('name', t['id'])} ({t['speaker']}; {', '.join(shared)})"
     return None

@@ -6,9 +6,11 @@ Nothing here reads a label. Item turns and injected turns are found from the rec
   draft evidence, chain states, PII / crisis plants, emotional negatives) through
   `model._turn_refs`, the same function that checks a key's references; LoCoMo QA evidence is
   the original dataset's, not the key's, and is left out;
-- injected turns: `Event.meta["injected"] is True`, which the TWIST-LoCoMo loader sets on every
-  turn of the key's `turns` list (build/locomo_inject.py `apply_locomo_key`). It does not rely
-  on the "TW" id prefix, so a key that names its turns differently is still read right.
+- injected turns: the TWIST-LoCoMo loader lists them in `Dataset.meta["injected_turns"]`
+  (datasets/twist_locomo.py `injected_turn_ids`; 2.0 keeps them there only, so that no event
+  tells a system which turns are ours), and a 1.0 key also marks each with
+  `Event.meta["injected"] is True` (`apply_locomo_key`). Neither relies on an id prefix, so a
+  key that names its turns differently is still read right.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from twistbench.datasets.twist_locomo import injected_turn_ids
 from twistbench.model import Conversation, Dataset, Event, _turn_refs
 
 CHANNELS = ("chat", "slack", "email", "call")
@@ -114,8 +117,9 @@ def item_turns(dataset: Dataset) -> set[TurnKey]:
 
 def injected_turns(dataset: Dataset) -> set[TurnKey]:
     """Turns a LoCoMo-based key inserted into the original conversations (module docstring)."""
-    return {(c.id, e.id) for c in dataset.conversations for e in c.events
-            if e.meta.get("injected") is True}
+    marked = {(c.id, e.id) for c in dataset.conversations for e in c.events
+              if e.meta.get("injected") is True}
+    return marked | injected_turn_ids(dataset)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -247,14 +247,15 @@ def check_candidates(ctx: _Context) -> list[ShortcutCheck]:
                                  class_names=("original", "injected"), seed=ctx.seed,
                                  control=ctx.control)
         check.details["between_question_and_answer"] = between_question_and_answer(ctx, injected)
-        check.details["injected_source"] = 'Event.meta["injected"] (set from the key\'s turns)'
+        check.details["injected_source"] = ('Dataset.meta["injected_turns"] and Event.meta'
+                                            '["injected"] (set from the key\'s turns)')
         out.append(check)
     else:
         out.append(ShortcutCheck(
             id="find.injected", title="Injected vs original turns (LoCoMo-based)",
             metric="AUC (folded)", value=None, gate=f"<= {GATES['find.injected']:.2f}",
             threshold=GATES["find.injected"], passed=None,
-            note="not a LoCoMo-based key: no turn carries meta.injected"))
+            note="not a LoCoMo-based key: it lists no injected turn"))
     return out
 
 
