@@ -106,7 +106,10 @@ def load_run(folder: str | Path, dataset: Dataset | None = None, locomo: Path | 
     records = read_records(folder)
     plan: dict[str, str] = manifest.get("tracks") or {}
     ran = [k for k in TRACK_ORDER if plan.get(k, "run") == "run"]
-    judge = judge_from_record(manifest.get("judge"))
+    try:
+        judge = judge_from_record(manifest.get("judge"))
+    except InputError as exc:  # the judge a manifest names is the manifest's error, not --judge's
+        raise InputError(where, exc.message, field="judge.name", expected=exc.expected) from exc
     scores = score_run(dataset, records, caps, keys=ran, judge=judge,
                        source=str(folder / "items.jsonl"))
     scores.answerer = answerer_used(manifest.get("answerer"), records)
