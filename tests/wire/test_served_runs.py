@@ -72,3 +72,29 @@ def test_a_server_that_goes_away_makes_errors_never_scores(tmp_path):
     manifest = json.loads((tmp_path / "gone" / "manifest.json").read_text(encoding="utf-8"))
     assert manifest["system"]["contract"] == CONTRACT_VERSION
     assert manifest["system"]["config"]["url"] == server.url
+
+
+@pytest.mark.parametrize("shape", ["model", "dict", "list"])
+def test_a_served_memory_layer_is_answered_by_the_runs_answerer_as_in_process(shape, tmp_path):
+    # recall may return memories over the wire as in process; the harness's answerer answers
+    # them on the client side, so the item records (answer, retrieved, answered_by) are the same.
+    from twistbench.datasets.demo import demo_dataset
+
+    ds = demo_dataset()
+    spec = "toy_systems:MemoryToy"
+    settings = RunSettings(progress=False)
+    run_system(ds, build_system(spec, {"shape": shape}), tmp_path / "local", spec=spec,
+               settings=settings)
+    server = serve_system(spec, {"shape": shape})
+    server.start_in_thread()
+    try:
+        run_system(ds, build_system(server.url), tmp_path / "http", spec=server.url,
+                   settings=settings, factory=functools.partial(build_system, server.url, {}))
+    finally:
+        server.stop()
+    local, over_http = _records(tmp_path / "local"), _records(tmp_path / "http")
+    answered = [r for r in local.values() if (r["output"] or {}).get("answer", {}).get("retrieved")]
+    assert answered, "the toy retrieved memories for some question"
+    assert all(r["error"] is None for r in over_http.values())
+    assert {i: r["output"] for i, r in local.items()} == \
+        {i: r["output"] for i, r in over_http.items()}

@@ -25,7 +25,15 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 from twistbench.contract import BaseSystem
-from twistbench.model import Answer, Event, IngestResult, LineageRecord, ScoredMemory, Tension
+from twistbench.model import (
+    Answer,
+    Event,
+    IngestResult,
+    LineageRecord,
+    Memories,
+    ScoredMemory,
+    Tension,
+)
 from twistbench.model import Verdict as VerdictModel
 from twistbench.sanitize import Redactor, safe_str
 from twistbench.wire import (
@@ -34,6 +42,7 @@ from twistbench.wire import (
     VERSION_HEADER,
     CapabilitiesResponse,
     ErrorResponse,
+    RecallResponse,
     validation_problems,
 )
 
@@ -169,10 +178,10 @@ class HttpSystem(BaseSystem):
     def flag_tensions(self) -> list[Tension]:
         return self._call("flag_tensions", {"conversation_id": self._conv()}).tensions
 
-    def recall(self, query: str) -> Answer:
+    def recall(self, query: str) -> Answer | Memories:
         out = self._call("recall", {"conversation_id": self._conv(), "query": query})
-        assert isinstance(out, Answer)
-        return out
+        assert isinstance(out, RecallResponse)
+        return out.root
 
     def check_alignment(self, draft: str) -> VerdictModel:
         out = self._call("check_alignment", {"conversation_id": self._conv(), "draft": draft})

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, RootModel, ValidationError
 
 from twistbench.contract import Capabilities
 from twistbench.model import (
@@ -26,6 +26,7 @@ from twistbench.model import (
     Event,
     IngestResult,
     LineageRecord,
+    Memories,
     ScoredMemory,
     Tension,
     Verdict,
@@ -91,6 +92,12 @@ class IngestRequest(_Request):
 class RecallRequest(_Request):
     conversation_id: str = Field(min_length=1)
     query: str
+
+
+class RecallResponse(RootModel[Answer | Memories]):
+    """What recall returns: an answer citing turn ids, or, for a memory layer that retrieves
+    rather than answers, the memories it retrieved (the harness answers those with the run's
+    answerer, as in process)."""
 
 
 class AlignmentRequest(_Request):
@@ -160,8 +167,9 @@ CALLS: dict[str, Call] = {c.name: c for c in [
          "One session's events, in order; online systems return tensions found so far."),
     Call("flag_tensions", "POST", ConversationRequest, TensionsResponse,
          "Batch mode: every tension in the conversation ingested so far."),
-    Call("recall", "POST", RecallRequest, Answer,
-         "Answer a question from memory, citing the turn ids used."),
+    Call("recall", "POST", RecallRequest, RecallResponse,
+         "Answer a question from memory citing the turn ids used, or return the memories "
+         "retrieved for it (the harness answers them with the run's answerer)."),
     Call("check_alignment", "POST", AlignmentRequest, Verdict,
          "Would sending the draft contradict the record? Cite the contradicted turns."),
     Call("resolve", "POST", ResolveRequest, Ack,
@@ -191,5 +199,5 @@ ERROR_STATUS: dict[str, int] = {
 __all__ = ["CALLS", "CONTRACT_VERSION", "ERROR_STATUS", "MAX_RETRIEVE_K", "VERSION_HEADER", "Ack",
            "AlignmentRequest", "Call", "CapabilitiesResponse", "ConversationRequest", "ErrorBody",
            "ErrorKind", "ErrorResponse", "IngestRequest", "LineageResponse", "RecallRequest",
-           "ResolveRequest", "RetrieveRequest", "RetrieveResponse", "TensionsResponse",
-           "WireCapabilities", "validation_problems"]
+           "RecallResponse", "ResolveRequest", "RetrieveRequest", "RetrieveResponse",
+           "TensionsResponse", "WireCapabilities", "validation_problems"]

@@ -164,6 +164,8 @@ class ContractServer(ThreadingHTTPServer):
         data = _plain(value)
         if name in _LIST_FIELD:
             data = {_LIST_FIELD[name]: data}
+        if name == "recall" and isinstance(data, list):  # a bare list of memories, as in process
+            data = {"memories": data}
         try:
             return model.model_validate(data)
         except ValidationError as exc:
