@@ -220,6 +220,10 @@ def test_labels_name_folders_and_rows_and_a_root_accumulates_in_run_order(tmp_pa
               "--label", "extra", "--no-progress", "-o", str(out))
     assert r.returncode == 2 and "2 label(s) for 1 system(s)" in r.stderr
     r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "flat-rag", "--label",
+              "a", "--label", "a", "--no-progress", "-o", str(out))
+    assert r.returncode == 2 and "label 'a' given twice" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "flat-rag", "--label",
               "kw a", "--label", "kw-a", "--no-progress", "-o", str(out))
     assert r.returncode == 2 and "share the run folder kw-a" in r.stderr  # before any run
     assert not out.exists() or not any(out.iterdir())  # nothing half-written
@@ -249,6 +253,12 @@ def test_labels_name_folders_and_rows_and_a_root_accumulates_in_run_order(tmp_pa
                   "--label", "b", "--format", "json")
     assert [row["system"] for row in json.loads(named.stdout)["profiles"][0]["rows"]] == [
         "a", "b"]  # the order given, with the names given
+    # one label for two runs: refused in one line, not shown as "a (keyword-toy)", "a (zeta-kw)"
+    same = twist("report", str(out / "keyword-toy"), str(out / "zeta-kw"), "--label", "a",
+                 "--label", "a", "-o", str(tmp_path / "rep"), "--html", str(tmp_path / "s.html"))
+    assert same.returncode == 2 and "label 'a' given twice" in same.stderr
+    assert len(same.stderr.strip().splitlines()) == 1 and same.stdout == ""
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "s.html").exists()
 
 
 def test_validate_shortcuts_prints_the_table_writes_json_and_exits_1_on_a_failing_gate(tmp_path):

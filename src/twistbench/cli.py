@@ -472,8 +472,7 @@ def _labels(labels: list[str] | None, systems: list[str]) -> list[str | None]:
         if len(labels) != len(systems):
             raise InputError("--label", f"{len(labels)} label(s) for {len(systems)} system(s)",
                              expected="one --label per --system, in order")
-        if len(set(labels)) != len(labels):
-            raise InputError("--label", "the same label twice", expected="distinct labels")
+        _refuse_repeated_labels(labels)
         by_folder: dict[str, list[str]] = {}
         for x in labels:
             by_folder.setdefault(run_folder_name(x), []).append(x)
@@ -487,6 +486,16 @@ def _labels(labels: list[str] | None, systems: list[str]) -> list[str | None]:
         raise InputError("--system", "the same system twice",
                          expected="distinct systems, or a --label for each")
     return [None] * len(systems)
+
+
+def _refuse_repeated_labels(labels: list[str] | None) -> None:
+    """InputError naming the first label given twice (its runs' rows could not be told
+    apart; `twist run` would also give them one folder)."""
+    seen: set[str] = set()
+    for x in labels or []:
+        if x in seen:
+            raise InputError("--label", f"label {x!r} given twice", expected="distinct labels")
+        seen.add(x)
 
 
 def run_folder_name(name: str) -> str:
@@ -560,6 +569,7 @@ def report(
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
+        _refuse_repeated_labels(label)  # before anything is read or written
         if out is not None:
             _output_dir(out, "--out")
         if html is not None:
