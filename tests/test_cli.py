@@ -211,6 +211,13 @@ def test_version():
     assert r.returncode == 0 and r.stdout.strip() == f"twistbench {twistbench.__version__}"
 
 
+def test_both_builds_take_the_key_version_as_version_and_locomo_keeps_key_as_its_old_name():
+    for corpus in ("cs", "locomo"):
+        r = twist("build", corpus, "--help", env={"COLUMNS": "200"})
+        assert r.returncode == 0 and "--version" in r.stdout, r.stdout
+    assert "--key is its old name" in " ".join(r.stdout.split())
+
+
 def test_labels_name_folders_and_rows_and_a_root_accumulates_in_run_order(tmp_path):
     out = tmp_path / "runs"
     r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "toy_systems:KeywordToy",

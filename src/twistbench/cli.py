@@ -831,9 +831,10 @@ def build_locomo(
                                       "goes beside it).")] = Path("twist-locomo.json"),
     seed: Annotated[int | None, typer.Option(help="Generator seed; default: the v1 seed.")] = None,
     include_crisis: CrisisOpt = False,
-    key: Annotated[str, typer.Option(
-        "--key", help="Key version: 1.0 (generated from templates) or 2.0 (assembled from the "
-        "authoring files in itemgen/banks/locomo).")] = "1.0",
+    version: Annotated[str, typer.Option(
+        "--version", "--key", help="Key version: 1.0 (generated from templates) or 2.0 "
+        "(assembled from the authoring files in itemgen/banks/locomo). --key is its old name, "
+        "still accepted.")] = "1.0",
     conversations: Annotated[str | None, typer.Option(
         help="2.0 only: build a partial key from these conversations (comma-separated, e.g. "
         "conv-26); needs --out; not gated (the audit leaves one conversation out).")] = None,
@@ -844,22 +845,23 @@ def build_locomo(
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
-    if key not in ("1.0", "2.0"):
-        _fail_input(InputError("--key", f"unknown key version {key!r}", expected="1.0 or 2.0"))
-    if conversations and key != "2.0":
+    if version not in ("1.0", "2.0"):
+        _fail_input(InputError("--version", f"unknown TWIST-LoCoMo version {version!r}",
+                               expected="1.0 or 2.0"))
+    if conversations and version != "2.0":
         _fail_input(InputError("--conversations", "only the 2.0 key is built per conversation",
-                               expected="--key 2.0"))
+                               expected="--version 2.0"))
     try:
         if seed is not None:
-            if key == "2.0":
+            if version == "2.0":
                 raise InputError("--seed", "the 2.0 key is written, not drawn: it has no seed",
-                                 expected="no --seed with --key 2.0")
+                                 expected="no --seed with --version 2.0")
             _at_least(seed, 0, "--seed")
         out = _output_file(out, "--out")
         gates_failed = _shortcuts().GatesFailed  # the gate's own verdict is not bad input
         with _build_gate(allow_failing_gates) as gate:
             try:
-                if key == "2.0":
+                if version == "2.0":
                     # itemgen loads only for `twist build` (ARCHITECTURE.md)
                     from twistbench.itemgen.locomo2 import write_locomo2_key
 
@@ -874,7 +876,7 @@ def build_locomo(
             except (InputError, typer.Exit, gates_failed):
                 raise
             except Exception as exc:  # noqa: BLE001 - the generator cannot fit items into this file
-                if key == "2.0":
+                if version == "2.0":
                     raise  # 2.0 places written turns: its bad input is already an InputError
                 raise InputError(str(locomo), "cannot build the key from this file: "
                                  f"{type(exc).__name__}: {exc}",
@@ -882,7 +884,7 @@ def build_locomo(
                                  "(snap-research/locomo data/locomo10.json)") from None
     except InputError as exc:
         _fail_input(exc)
-    if key == "2.0":
+    if version == "2.0":
         console.print(rep2.render(), markup=False, highlight=False)
         console.print(f"key -> {out}  sha256 {digest}", highlight=False)
         return
