@@ -335,9 +335,16 @@ def test_numeric_options_of_run(tmp_path, args, flag):
     (["audit", "{o}", "{o}", "-k", "0"], "-k"),
     (["build", "cs", "--seed", "-1", "-o", "{o}/k.json"], "--seed"),
     # the 2.0 LoCoMo key is written, not drawn: a seed would be silently ignored
-    (["build", "locomo", "--locomo", "{o}/none.json", "--key", "2.0", "--seed", "1", "-o",
+    (["build", "locomo", "--locomo", "{o}/none.json", "--version", "2.0", "--seed", "1", "-o",
       "{o}/k.json"], "--seed"),
     (["build", "cs", "--version", "3.0", "-o", "{o}/k.json"], "--version"),
+    (["build", "locomo", "--locomo", "{o}/none.json", "--version", "3.0", "-o", "{o}/k.json"],
+     "--version"),
+    # --key is --version's old name: the same option, the same one-line refusal
+    (["build", "locomo", "--locomo", "{o}/none.json", "--key", "3.0", "-o", "{o}/k.json"],
+     "--version: unknown TWIST-LoCoMo version '3.0'"),
+    (["build", "locomo", "--locomo", "{o}/none.json", "--key", "1.0", "--conversations",
+      "conv-26", "-o", "{o}/k.json"], "(expected --version 2.0)"),
     (["build", "cs", "--paraphrase", "http://localhost:1/v1", "-o", "{o}/k.json"], "--paraphrase"),
     (["annotate", "export", "demo", "-o", "{o}", "-n", str(10**30)], "--annotators"),
     (["annotate", "export", "demo", "-o", "{o}", "--context", "-1"], "--context"),

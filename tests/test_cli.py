@@ -211,6 +211,13 @@ def test_version():
     assert r.returncode == 0 and r.stdout.strip() == f"twistbench {twistbench.__version__}"
 
 
+def test_both_builds_take_the_key_version_as_version_and_locomo_keeps_key_as_its_old_name():
+    for corpus in ("cs", "locomo"):
+        r = twist("build", corpus, "--help", env={"COLUMNS": "200"})
+        assert r.returncode == 0 and "--version" in r.stdout, r.stdout
+    assert "--key is its old name" in " ".join(r.stdout.split())
+
+
 def test_labels_name_folders_and_rows_and_a_root_accumulates_in_run_order(tmp_path):
     out = tmp_path / "runs"
     r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "toy_systems:KeywordToy",
@@ -219,6 +226,10 @@ def test_labels_name_folders_and_rows_and_a_root_accumulates_in_run_order(tmp_pa
     r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--label", "kw strict",
               "--label", "extra", "--no-progress", "-o", str(out))
     assert r.returncode == 2 and "2 label(s) for 1 system(s)" in r.stderr
+    r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "flat-rag", "--label",
+              "a", "--label", "a", "--no-progress", "-o", str(out))
+    assert r.returncode == 2 and "label 'a' given twice" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
     r = twist("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "-s", "flat-rag", "--label",
               "kw a", "--label", "kw-a", "--no-progress", "-o", str(out))
     assert r.returncode == 2 and "share the run folder kw-a" in r.stderr  # before any run
@@ -249,6 +260,12 @@ def test_labels_name_folders_and_rows_and_a_root_accumulates_in_run_order(tmp_pa
                   "--label", "b", "--format", "json")
     assert [row["system"] for row in json.loads(named.stdout)["profiles"][0]["rows"]] == [
         "a", "b"]  # the order given, with the names given
+    # one label for two runs: refused in one line, not shown as "a (keyword-toy)", "a (zeta-kw)"
+    same = twist("report", str(out / "keyword-toy"), str(out / "zeta-kw"), "--label", "a",
+                 "--label", "a", "-o", str(tmp_path / "rep"), "--html", str(tmp_path / "s.html"))
+    assert same.returncode == 2 and "label 'a' given twice" in same.stderr
+    assert len(same.stderr.strip().splitlines()) == 1 and same.stdout == ""
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "s.html").exists()
 
 
 def test_validate_shortcuts_prints_the_table_writes_json_and_exits_1_on_a_failing_gate(tmp_path):

@@ -92,6 +92,9 @@ def test_longmemeval_run_and_trace(tmp_path: Path) -> None:
     assert manifest["config"]["dataset"]["name"] == "longmemeval"
     assert len(manifest["config"]["dataset"]["sha256"]) == 64
     assert "LoCoMo" in r.stdout
+    # the QA note names the corpus scored, not LoCoMo (whose QA format the track shares)
+    assert ("note: QA (LongMemEval-S): 2 questions scored, 1 without an evidence location left "
+            "out (key longmemeval_s)") in r.stderr and "LoCoMo" not in r.stderr
     # a saved run re-scores: the manifest says how to load the corpus again (--data included)
     rep = twist("report", str(out))
     assert rep.returncode == 0 and "LoCoMo" in rep.stdout, rep.stderr
@@ -116,6 +119,8 @@ def test_beam_run_and_trace(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     qa = [x for x in items(out / "flat-rag") if x["track"] == "locomo"]
     assert len(qa) == 4  # 2 conversations x 2 questions with evidence; abstention skipped
+    assert ("note: QA (BEAM): 4 questions scored, 2 without an evidence location left out "
+            "(key 1M)") in r.stderr and "LoCoMo" not in r.stderr
     assert {x["conversation"] for x in qa} == {"chats/1M/1", "chats/1M/2"}
     assert all(x["error"] is None and x["scores"]["evidence_recall"] == 1.0 for x in qa)
     tr = tmp_path / "trace"

@@ -472,8 +472,7 @@ def _labels(labels: list[str] | None, systems: list[str]) -> list[str | None]:
         if len(labels) != len(systems):
             raise InputError("--label", f"{len(labels)} label(s) for {len(systems)} system(s)",
                              expected="one --label per --system, in order")
-        if len(set(labels)) != len(labels):
-            raise InputError("--label", "the same label twice", expected="distinct labels")
+        _refuse_repeated_labels(labels)
         by_folder: dict[str, list[str]] = {}
         for x in labels:
             by_folder.setdefault(run_folder_name(x), []).append(x)
@@ -487,6 +486,16 @@ def _labels(labels: list[str] | None, systems: list[str]) -> list[str | None]:
         raise InputError("--system", "the same system twice",
                          expected="distinct systems, or a --label for each")
     return [None] * len(systems)
+
+
+def _refuse_repeated_labels(labels: list[str] | None) -> None:
+    """InputError naming the first label given twice (its runs' rows could not be told
+    apart; `twist run` would also give them one folder)."""
+    seen: set[str] = set()
+    for x in labels or []:
+        if x in seen:
+            raise InputError("--label", f"label {x!r} given twice", expected="distinct labels")
+        seen.add(x)
 
 
 def run_folder_name(name: str) -> str:
@@ -560,6 +569,7 @@ def report(
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
+        _refuse_repeated_labels(label)  # before anything is read or written
         if out is not None:
             _output_dir(out, "--out")
         if html is not None:
@@ -821,9 +831,10 @@ def build_locomo(
                                       "goes beside it).")] = Path("twist-locomo.json"),
     seed: Annotated[int | None, typer.Option(help="Generator seed; default: the v1 seed.")] = None,
     include_crisis: CrisisOpt = False,
-    key: Annotated[str, typer.Option(
-        "--key", help="Key version: 1.0 (generated from templates) or 2.0 (assembled from the "
-        "authoring files in itemgen/banks/locomo).")] = "1.0",
+    version: Annotated[str, typer.Option(
+        "--version", "--key", help="Key version: 1.0 (generated from templates) or 2.0 "
+        "(assembled from the authoring files in itemgen/banks/locomo). --key is its old name, "
+        "still accepted.")] = "1.0",
     conversations: Annotated[str | None, typer.Option(
         help="2.0 only: build a partial key from these conversations (comma-separated, e.g. "
         "conv-26); needs --out; not gated (the audit leaves one conversation out).")] = None,
@@ -834,22 +845,23 @@ def build_locomo(
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.locomo_inject import DEFAULT_SEED, write_locomo_key
 
-    if key not in ("1.0", "2.0"):
-        _fail_input(InputError("--key", f"unknown key version {key!r}", expected="1.0 or 2.0"))
-    if conversations and key != "2.0":
+    if version not in ("1.0", "2.0"):
+        _fail_input(InputError("--version", f"unknown TWIST-LoCoMo version {version!r}",
+                               expected="1.0 or 2.0"))
+    if conversations and version != "2.0":
         _fail_input(InputError("--conversations", "only the 2.0 key is built per conversation",
-                               expected="--key 2.0"))
+                               expected="--version 2.0"))
     try:
         if seed is not None:
-            if key == "2.0":
+            if version == "2.0":
                 raise InputError("--seed", "the 2.0 key is written, not drawn: it has no seed",
-                                 expected="no --seed with --key 2.0")
+                                 expected="no --seed with --version 2.0")
             _at_least(seed, 0, "--seed")
         out = _output_file(out, "--out")
         gates_failed = _shortcuts().GatesFailed  # the gate's own verdict is not bad input
         with _build_gate(allow_failing_gates) as gate:
             try:
-                if key == "2.0":
+                if version == "2.0":
                     # itemgen loads only for `twist build` (ARCHITECTURE.md)
                     from twistbench.itemgen.locomo2 import write_locomo2_key
 
@@ -864,7 +876,7 @@ def build_locomo(
             except (InputError, typer.Exit, gates_failed):
                 raise
             except Exception as exc:  # noqa: BLE001 - the generator cannot fit items into this file
-                if key == "2.0":
+                if version == "2.0":
                     raise  # 2.0 places written turns: its bad input is already an InputError
                 raise InputError(str(locomo), "cannot build the key from this file: "
                                  f"{type(exc).__name__}: {exc}",
@@ -872,7 +884,7 @@ def build_locomo(
                                  "(snap-research/locomo data/locomo10.json)") from None
     except InputError as exc:
         _fail_input(exc)
-    if key == "2.0":
+    if version == "2.0":
         console.print(rep2.render(), markup=False, highlight=False)
         console.print(f"key -> {out}  sha256 {digest}", highlight=False)
         return

@@ -150,7 +150,7 @@ def test_dataset_notes(tmp_path, locomo_path):
 
     notes = dataset_notes(locomo_dataset(locomo_path, errata="locomo-audit"))
     assert "matches the LoCoMo release" in notes[0]
-    assert any("1986 questions, 0 re-validated out" in n for n in notes)
+    assert any(n.startswith("QA (LoCoMo): 1986 questions, 0 re-validated out") for n in notes)
     want = "errata locomo-audit@9493fb4: 153 questions changed (99 answers"
     assert any(n.startswith(want) for n in notes)
     other = tmp_path / "locomo10.json"

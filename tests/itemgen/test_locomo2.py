@@ -496,14 +496,14 @@ def test_cli_builds_a_partial_key_and_refuses_a_missing_conversation(tmp_path,
     # One conversation: a partial key, which the CLI writes without the shortcut gate (the
     # whole key's gate is the build test of the committed key, not a unit test).
     out = tmp_path / "k.json"
-    r = twist("build", "locomo", "--locomo", str(locomo_path_module), "--key", "2.0",
+    r = twist("build", "locomo", "--locomo", str(locomo_path_module), "--version", "2.0",
               "--conversations", WRITTEN[0], "-o", str(out))
     assert r.returncode == 0, r.stderr
     assert out.exists() and "twist-locomo-2.0-partial" in r.stdout
     assert "meta" not in json.loads(out.read_text())["payload"]  # not gated, nothing recorded
     missing = [c for c in CONVERSATIONS if c not in WRITTEN]
     if missing:
-        r = twist("build", "locomo", "--locomo", str(locomo_path_module), "--key", "2.0",
+        r = twist("build", "locomo", "--locomo", str(locomo_path_module), "--version", "2.0",
                   "-o", str(tmp_path / "full.json"))
         assert r.returncode == 2 and missing[0] in r.stderr
         assert not (tmp_path / "full.json").exists()

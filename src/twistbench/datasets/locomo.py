@@ -385,10 +385,16 @@ def locomo_dataset(path: str | Path, errata: str | None = None) -> Dataset:
                    conversations=corpus.conversations, qa=qa, meta=meta)
 
 
+# The corpus a QA note names, by dataset name; every other dataset with QA is LoCoMo-based
+# (locomo, TWIST-LoCoMo, TWIST-B).
+_QA_CORPUS = {"longmemeval": "LongMemEval-S", "beam": "BEAM", "demo": "built-in demo"}
+
+
 def dataset_notes(dataset: Dataset) -> list[str]:
-    """Lines the CLI prints under a LoCoMo-based run: the sha256 check of locomo10.json, the
-    defects handled, QA before/after re-validation and which errata overlay changed how many
-    questions. Empty for datasets that are not LoCoMo-based."""
+    """Lines the CLI prints under a run: for LoCoMo-based datasets the sha256 check of
+    locomo10.json, the defects handled, QA before/after re-validation and which errata overlay
+    changed how many questions; for any dataset with QA, the corpus it comes from and how many
+    questions are scored. Empty for datasets without QA that are not LoCoMo-based."""
     lines: list[str] = []
     rep = dataset.meta.get("locomo_report")
     if rep:
@@ -401,9 +407,15 @@ def dataset_notes(dataset: Dataset) -> list[str]:
             lines.append("LoCoMo defects handled: " + ", ".join(
                 f"{k} {v}" for k, v in rep["defect_counts"].items()))
     if dataset.qa:
-        excluded = sum(1 for q in dataset.qa if q.excluded)
-        lines.append(f"LoCoMo QA: {len(dataset.qa)} questions, {excluded} re-validated out, "
-                     f"{len(dataset.qa) - excluded} scored (key {dataset.version})")
+        corpus = _QA_CORPUS.get(dataset.name, "LoCoMo")
+        if "skipped" in dataset.meta:  # an audit corpus: questions without evidence are no items
+            lines.append(f"QA ({corpus}): {len(dataset.qa)} questions scored, "
+                         f"{dataset.meta['skipped']} without an evidence location left out "
+                         f"(key {dataset.version})")
+        else:
+            excluded = sum(1 for q in dataset.qa if q.excluded)
+            lines.append(f"QA ({corpus}): {len(dataset.qa)} questions, {excluded} re-validated "
+                         f"out, {len(dataset.qa) - excluded} scored (key {dataset.version})")
     err = dataset.meta.get("errata")
     if err:
         lines.append(f"errata {err['version']}: {err['changed']} questions changed "

@@ -3,7 +3,7 @@
 The key holds only what we add (injected turns, appended session dates, the gold of the four
 tracks, the QA re-validation); the LoCoMo text is read from the user's file, whose sha256 must
 match the one the key names. The generators are itemgen/locomo_inject.py (1.0, `twist build
-locomo`) and itemgen/locomo2.py (2.0, `--key 2.0`); both versions load through
+locomo`) and itemgen/locomo2.py (2.0, `--version 2.0`); both versions load through
 `load_locomo_dataset`.
 Ids: in 1.0, original dia_ids never change and injected turns are "TW<session>:<n>" ("TX" for
 crisis turns), each marked Event.meta["injected"]. In 2.0 every turn, LoCoMo's and ours, is

@@ -69,7 +69,7 @@ DRAFT_FAMILY = {"contradicting": "contradicts_record", "aligned": "consistent",
 
 @dataclass
 class Build2Report:
-    """What `twist build locomo --key 2.0` prints."""
+    """What `twist build locomo --version 2.0` prints."""
 
     version: str
     conversations: list[str]
@@ -387,7 +387,7 @@ def write_locomo2_key(out: str | Path | None, locomo_path: str | Path,
                       include_crisis: bool = False,
                       conversations: list[str] | None = None, *,
                       gate: KeyGate | None = None) -> tuple[str, Build2Report]:
-    """`twist build locomo --key 2.0`: build, check with `gate` (the CLI passes the shortcut
+    """`twist build locomo --version 2.0`: build, check with `gate` (the CLI passes the shortcut
     audit, as for 1.0: itemgen.locomo_inject.write_locomo_key) and write. A gate that raises
     leaves nothing written; what it returns goes into payload["meta"]["gates"]. A partial key is
     never written to the committed path, and is not gated: the audit's leave-one-conversation-out
