@@ -31,8 +31,8 @@ import numpy as np
 
 from twistbench.errors import InputError
 from twistbench.retrieval import embcache, embedders
-from twistbench.retrieval.embedders import Embedder
 from twistbench.retrieval.base import Hit, _DocStore, top_k
+from twistbench.retrieval.embedders import Embedder
 
 MAX_TOKENS = 256
 DIM = 384

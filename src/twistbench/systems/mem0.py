@@ -122,7 +122,8 @@ class Mem0System(BaseSystem):
             llm["openai_base_url"] = self.llm_base_url
         return {
             "vector_store": {"provider": "qdrant", "config": {
-                "collection_name": "twist", "embedding_model_dims": active().dim, "path": ":memory:",
+                "collection_name": "twist", "embedding_model_dims": active().dim,
+                "path": ":memory:",
                 "on_disk": False}},
             "embedder": {"provider": "langchain", "config": {"model": _langchain_embedder()}},
             "llm": {"provider": "openai", "config": llm},
