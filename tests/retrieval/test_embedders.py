@@ -28,7 +28,7 @@ def fresh(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv(embcache.ENV_CACHE, str(tmp_path / "emb.sqlite3"))
     monkeypatch.setattr(dense, "_cache", dense.OrderedDict())
     monkeypatch.setattr(dense, "_active", None)
-    monkeypatch.delenv(dense.ENV_EMBEDDER, raising=False)
+    monkeypatch.setenv(dense.ENV_EMBEDDER, "builtin")  # restored after the test (the CLI sets it)
     return tmp_path
 
 
@@ -223,3 +223,21 @@ def test_two_models_never_share_cache_entries(fresh: Path, endpoint: type[_Endpo
     remote_rows = embcache.shared_cache(6).get_many(remote.model_id(), TEXTS)
     assert set(remote_rows) == set(TEXTS)
     assert embcache.shared_cache(6).get_many(dense.BUILTIN.model_id(), TEXTS) == {}
+
+
+def test_run_manifest_records_the_embedder_and_another_one_is_another_run(fresh: Path,
+                                                                           capsys) -> None:
+    folder = _model_dir(fresh)
+    out = fresh / "runs"
+    args = ["run", "-d", "demo", "-s", "flat-rag", "--no-progress", "-o", str(out)]
+    assert run_cli(args + ["--embedder", f"onnx:{folder}"]) == 0
+    manifest = json.loads((out / "flat-rag" / "manifest.json").read_text())
+    assert manifest["embedder"] == manifest["config"]["embedder"] == dense.model_id()
+    assert manifest["embedder"].startswith("onnx:minilm-copy model=")
+    capsys.readouterr()
+    # the built-in model in the same folder: another fingerprint, refused with the field named
+    assert run_cli(args) == 2
+    assert "field 'embedder'" in capsys.readouterr().err
+    assert run_cli(args + ["--force-new"]) == 0
+    manifest = json.loads((out / "flat-rag" / "manifest.json").read_text())
+    assert manifest["embedder"] == dense.BUILTIN.model_id() and "embedder" not in manifest["config"]
