@@ -101,6 +101,17 @@ def test_a_bad_onnx_dir_is_one_line_and_exit_2(fresh: Path, capsys, make: str) -
     assert not (fresh / "out").exists()
 
 
+def test_onnx_dir_width_from_config_json_loads_no_model_and_is_checked(fresh: Path) -> None:
+    folder = _model_dir(fresh)
+    (folder / "config.json").write_text(json.dumps({"hidden_size": 384}))
+    chosen = dense.use_embedder(f"onnx:{folder}")
+    assert chosen.dim == 384 and chosen._session is None
+    (folder / "config.json").write_text(json.dumps({"hidden_size": 10}))
+    chosen = dense.use_embedder(f"onnx:{folder}")
+    with pytest.raises(embedders.EmbeddingError, match="expected 10"):
+        dense.embed(TEXTS)
+
+
 def test_unknown_embedder_spec_is_an_input_error(fresh: Path) -> None:
     for spec in ("minilm", "onnx:", "openai:"):
         with pytest.raises(InputError):

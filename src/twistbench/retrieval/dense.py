@@ -184,6 +184,7 @@ def make_embedder(spec: str) -> Embedder:
         model, tokenizer = embedders.onnx_files(folder)
         settings = embedders.onnx_settings(folder)
         return OnnxEmbedder(f"onnx:{folder.resolve().name}", lambda: model, lambda: tokenizer,
+                            dim=settings.get("dim"),  # type: ignore[arg-type]
                             max_tokens=int(settings.get("max_tokens", MAX_TOKENS)),  # type: ignore[call-overload]
                             pooling=str(settings["pooling"]),
                             normalize=bool(settings["normalize"]))

@@ -44,9 +44,10 @@ class Embedder(Protocol):
 
 
 def onnx_settings(folder: Path) -> dict[str, object]:
-    """Pooling, normalisation and token limit of a sentence-transformers directory, from
-    modules.json (a Normalize module), 1_Pooling/config.json (or the folder modules.json names)
-    and sentence_bert_config.json (max_seq_length). Without those files: mean pooling, L2."""
+    """Pooling, normalisation, token limit and width of a sentence-transformers directory, from
+    modules.json (a Normalize module), 1_Pooling/config.json (or the folder modules.json names),
+    sentence_bert_config.json (max_seq_length) and config.json (hidden_size). Without those
+    files: mean pooling, L2 (the width is then learnt by embedding one text)."""
     settings: dict[str, object] = {"pooling": "mean", "normalize": True}
     pooling_dir = folder / "1_Pooling"
     modules = _json(folder / "modules.json")
@@ -68,6 +69,11 @@ def onnx_settings(folder: Path) -> dict[str, object]:
             raise InputError(str(pooling_dir / "config.json"), "no pooling mode this runner has",
                              field="pooling_mode_*",
                              expected="pooling_mode_mean_tokens, _cls_token or _max_tokens true")
+    # the transformer's width, so a run whose texts are all cached loads no model (embed()
+    # still checks every computed vector against it)
+    config = _json(folder / "config.json")
+    if isinstance(config, dict) and isinstance(config.get("hidden_size"), int):
+        settings["dim"] = config["hidden_size"]
     st = _json(folder / "sentence_bert_config.json")
     if isinstance(st, dict) and isinstance(st.get("max_seq_length"), int):
         settings["max_tokens"] = st["max_seq_length"]
