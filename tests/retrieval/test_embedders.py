@@ -182,6 +182,11 @@ def test_openai_embedder_batches_orders_by_index_and_goes_through_the_cache(
     assert sorted(t for batch in sent[1:] for t in batch) == sorted(texts)
     assert all(len(batch) <= 2 for batch in sent) and len(sent) == 1 + 3
     assert {b["model"] for b in endpoint.bodies} == {"toy-embed"}
+    # the endpoint's request size, not the retriever's ONNX batch of 16
+    chosen.batch_size = 64
+    endpoint.bodies.clear()
+    dense.embed([f"more {i}" for i in range(40)], batch_size=16)
+    assert [len(b["input"]) for b in endpoint.bodies] == [40]
     assert {b["auth"] for b in endpoint.bodies} == {"Bearer sk-test"}
     assert chosen.model_id().startswith("openai:toy-embed endpoint=http://127.0.0.1:")
     assert "sk-test" not in chosen.model_id() + repr(chosen)

@@ -247,8 +247,10 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
         except sqlite3.Error as exc:
             disk = _drop_disk_cache(exc, dim)
     uniq = sorted(todo, key=len)
-    for start in range(0, len(uniq), batch_size):
-        chunk = uniq[start:start + batch_size]
+    # an endpoint's own request size (openai:) beats the local ONNX batch: fewer round trips
+    step = int(getattr(model, "batch_size", batch_size))
+    for start in range(0, len(uniq), step):
+        chunk = uniq[start:start + step]
         vecs = _run(chunk)
         if vecs.shape != (len(chunk), dim):
             raise embedders.EmbeddingError(f"{model.model_id()}: {vecs.shape[0]} vectors of "
