@@ -13,6 +13,10 @@ in a bounded in-process cache, and on disk in the content-addressed cache of `em
 a text is embedded once per model and a warm run loads no model at all. A vector depends a
 little (~1e-7) on which texts share its padded batch; the cache keeps the first one computed,
 so every later run reads the same vector.
+
+`--embedder` swaps the model for the whole process (`use_embedder`): `onnx:DIR` runs through
+the same `OnnxEmbedder` as the built-in model, `openai:MODEL` is `embedders.OpenAIEmbedder`;
+both go through the same two caches, keyed by their own model id.
 """
 
 from __future__ import annotations
