@@ -82,6 +82,27 @@ def test_onnx_dir_reads_pooling_and_normalisation_from_sentence_transformers_fil
     assert not np.allclose(cls / np.linalg.norm(cls, axis=1, keepdims=True), builtin, atol=1e-3)
 
 
+def test_onnx_dir_max_pooling_is_the_masked_maximum(fresh: Path) -> None:
+    folder = _model_dir(fresh)
+    (folder / "1_Pooling").mkdir()  # no modules.json: normalisation stays on (the default)
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps({"pooling_mode_max_tokens": True}))
+    chosen = dense.use_embedder(f"onnx:{folder}")
+    assert (chosen.pooling, chosen.normalize) == ("max", True)
+    got = dense.embed(TEXTS, cache=False)
+    sess, tok = chosen._load()
+    expected = []
+    for text in TEXTS:  # one at a time: no padding, so a plain max over the tokens
+        enc = tok.encode(text)
+        feeds = {"input_ids": np.array([enc.ids], dtype=np.int64),
+                 "attention_mask": np.array([enc.attention_mask], dtype=np.int64),
+                 "token_type_ids": np.array([enc.type_ids], dtype=np.int64)}
+        wanted = {i.name for i in sess.get_inputs()}
+        hidden = sess.run(None, {k: v for k, v in feeds.items() if k in wanted})[0][0]
+        v = hidden.max(axis=0)
+        expected.append(v / np.linalg.norm(v))
+    assert np.allclose(got, np.array(expected), atol=1e-4)
+
+
 @pytest.mark.parametrize("make", ["missing", "empty", "no-tokenizer", "bad-json"])
 def test_a_bad_onnx_dir_is_one_line_and_exit_2(fresh: Path, capsys, make: str) -> None:
     folder = fresh / "model"
