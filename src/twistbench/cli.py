@@ -79,6 +79,7 @@ from twistbench.report.runs import (
     report_predictions,
     report_runs,
 )
+from twistbench.retrieval import dense
 from twistbench.runs.conform import check_conformance
 from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES
 from twistbench.runs.runner import RunSettings, run_system
@@ -163,6 +164,11 @@ GranularityOpt = Annotated[str, typer.Option(
     "session).")]
 TierOpt = Annotated[str | None, typer.Option(help="BEAM tier, e.g. 1M (default: every tier "
                                              "found).")]
+EmbedderOpt = Annotated[str, typer.Option(
+    "--embedder", help="Embeddings of the dense retrievers: builtin (MiniLM-L6 int8 ONNX), "
+    "onnx:DIR (a local ONNX sentence-embedding model: model.onnx + tokenizer.json) or "
+    "openai:MODEL (an OpenAI-compatible /v1/embeddings endpoint: TWIST_EMBED_BASE_URL, else "
+    "TWIST_LLM_BASE_URL).")]
 AllowGatesOpt = Annotated[bool, typer.Option(
     "--allow-failing-gates", help="Write the key even when it fails a shortcut-audit gate; the "
     "results go into its metadata (2.0+ keys) or beside it as <key>.gates.json (1.0 keys, whose "
@@ -239,6 +245,14 @@ def _use_options(per: dict[str, dict[str, str]]) -> None:
     merged = {f"{s}.{k}": v for s, opts in per.items() for k, v in opts.items()}
     merged.update({k: v for opts in per.values() for k, v in opts.items()})
     _redactor = Redactor(merged)
+
+
+def _use_embedder(spec: str) -> tuple[str | None, str]:
+    """Make `spec` the embedder of this process (and of its spawned children); InputError for a
+    bad spec or model directory. Returns (the model id the run fingerprint covers, None for the
+    built-in model, whose runs predate the field; the model id the manifest records)."""
+    model_id = dense.use_embedder(spec.strip()).model_id()
+    return (None if spec.strip() == "builtin" else model_id), model_id
 
 
 def _positive(value: float, flag: str) -> float:
@@ -395,6 +409,7 @@ def run(
     label: Annotated[list[str] | None, typer.Option(
         "--label", help="Name of this configuration in reports and of its run folder; one per "
         "--system, in order. Default: the system's name.")] = None,
+    embedder: EmbedderOpt = "builtin",
 ) -> None:
     """Run systems through the TWIST tracks and print the profile of every run under -o."""
     failed = []
@@ -408,6 +423,7 @@ def run(
             raise InputError("--isolate", f"unknown isolation {isolate!r}", field="isolate",
                              expected="thread or process")
         _at_least(workers, 1, "--workers")
+        embedder_fp, embedder_id = _use_embedder(embedder)
         systems = system or list(DEFAULT_SYSTEMS)
         labels = _labels(label, systems)
         per = parse_options(option, systems)
@@ -420,7 +436,8 @@ def run(
                                seed=seed, force_new=force_new, conversations=conversation,
                                progress=progress, isolate=isolate,
                                max_output_bytes=max_output_bytes, workers=workers,
-                               retry_errors=retry_errors)
+                               retry_errors=retry_errors, embedder=embedder_fp,
+                               embedder_id=embedder_id)
         used: dict[Path, str] = {}
         for spec, name in zip(systems, labels):
             # A picklable factory: rebuilds the system after a timeout, or in the child process.
@@ -987,12 +1004,14 @@ def trace(
     conversation: Annotated[list[str] | None, typer.Option(
         "--conversation", help="Only these conversation ids (repeatable).")] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar (on stderr).")] = True,
+    embedder: EmbedderOpt = "builtin",
 ) -> None:
     """Write ranked retrieval traces and lineage of a system (input to `twist audit`). Exits 1
     when queries were to be traced and every one of them failed."""
     try:
         _positive(timeout, "--timeout")
         _at_least(k, 1, "-k")
+        _use_embedder(embedder)
         per = parse_options(option, [system])
         _use_options(per)
         entry = DATASET_REGISTRY.get(dataset or "")
@@ -1102,6 +1121,7 @@ def audit_native(
     seed: Annotated[int, typer.Option(help="Bootstrap seed (TIAP §4).")] = TIAP_BOOTSTRAP_SEED,
     conversation: Annotated[list[str] | None, typer.Option(
         help="Only these LoCoMo conversations (repeatable).")] = None,
+    embedder: EmbedderOpt = "builtin",
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
     try:
@@ -1110,6 +1130,7 @@ def audit_native(
         _at_least(k, 1, "-k")
         for m in max_facts or ():
             _at_least(m, 1, "--max-facts")
+        _use_embedder(embedder)
         out = _output_dir(out, "--out")
         res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
                             max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,

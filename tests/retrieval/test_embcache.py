@@ -78,10 +78,16 @@ def test_concurrent_processes_store_each_text_once(tmp_path: Path) -> None:
 class _FakeModel:
     """Stands in for the ONNX model: deterministic vectors, counts the texts it embeds."""
 
+    dim = dense.DIM
+
     def __init__(self) -> None:
         self.texts: list[str] = []
+        self.id = "fake-model"
 
-    def __call__(self, texts: list[str]) -> np.ndarray:
+    def model_id(self) -> str:
+        return self.id
+
+    def run(self, texts: list[str]) -> np.ndarray:
         self.texts += texts
         v = np.stack([np.resize(_vec(t), dense.DIM) for t in texts])
         return v / np.linalg.norm(v, axis=1, keepdims=True)
@@ -90,8 +96,7 @@ class _FakeModel:
 @pytest.fixture
 def fake_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> _FakeModel:
     model = _FakeModel()
-    monkeypatch.setattr(dense, "_run", model)
-    monkeypatch.setattr(dense, "_model_id", "fake-model")
+    monkeypatch.setattr(dense, "_active", model)
     monkeypatch.setattr(dense, "_cache", dense.OrderedDict())
     monkeypatch.setattr(embcache, "_shared", {})
     monkeypatch.setenv(embcache.ENV_CACHE, str(tmp_path / "emb.sqlite3"))
@@ -111,7 +116,7 @@ def test_embed_computes_each_distinct_text_once_across_processes(fake_model: _Fa
     assert sorted(fake_model.texts) == ["alpha", "beta", "delta", "gamma"]  # only the new one
     # another model never reads these vectors
     monkeypatch.setattr(dense, "_cache", dense.OrderedDict())
-    monkeypatch.setattr(dense, "_model_id", "another-model")
+    fake_model.id = "another-model"
     dense.embed(["alpha"])
     assert fake_model.texts.count("alpha") == 2
     # cache=False neither reads nor writes

@@ -13,33 +13,39 @@ in a bounded in-process cache, and on disk in the content-addressed cache of `em
 a text is embedded once per model and a warm run loads no model at all. A vector depends a
 little (~1e-7) on which texts share its padded batch; the cache keeps the first one computed,
 so every later run reads the same vector.
+
+`--embedder` swaps the model for the whole process (`use_embedder`): `onnx:DIR` runs through
+the same `OnnxEmbedder` as the built-in model, `openai:MODEL` is `embedders.OpenAIEmbedder`;
+both go through the same two caches, keyed by their own model id.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sqlite3
 import threading
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from twistbench.retrieval import embcache
+from twistbench.errors import InputError
+from twistbench.retrieval import embcache, embedders
 from twistbench.retrieval.base import Hit, _DocStore, top_k
+from twistbench.retrieval.embedders import Embedder
 
 MAX_TOKENS = 256
 DIM = 384
 INTRA_OP_THREADS = 2
+ENV_EMBEDDER = "TWIST_EMBEDDER"
 _CACHE_LIMIT = 200_000  # ~300 MB of float32 vectors at most
 
 _lock = threading.Lock()
-_session = None
-_tokenizer = None
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
-_model_id: str | None = None
 computed_texts = 0  # texts this process ran through the model (benchmarks read it)
 used = False  # whether anything in this process embedded (traces record the model id then)
 
@@ -74,60 +80,149 @@ def _file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def model_id() -> str:
-    """What the vectors depend on: the model and tokenizer files (sha256), the token limit and
-    the pooling. The key of the on-disk cache and the id written beside traces."""
-    global _model_id
-    if _model_id is None:
-        _model_id = (f"all-MiniLM-L6-v2-int8-onnx model={_file_sha256(model_path())[:16]} "
-                     f"tokenizer={_file_sha256(tokenizer_path())[:16]} max_tokens={MAX_TOKENS} "
-                     "pooling=mean-l2")
-    return _model_id
+class OnnxEmbedder:
+    """A sentence-embedding model in ONNX (model.onnx + tokenizer.json) run by onnxruntime: the
+    built-in MiniLM and every `onnx:DIR` model share this one runner. Pooling is "mean" (over
+    the attention mask), "cls" (first token) or "max"; normalize L2-normalises the result."""
+
+    def __init__(self, label: str, model_file: Callable[[], Path],
+                 tokenizer_file: Callable[[], Path], *, dim: int | None = None,
+                 max_tokens: int = MAX_TOKENS, pooling: str = "mean",
+                 normalize: bool = True) -> None:
+        self.label = label
+        self._model_file, self._tokenizer_file = model_file, tokenizer_file
+        self._dim = dim
+        self.max_tokens = max_tokens
+        self.pooling = pooling
+        self.normalize = normalize
+        self._session: object | None = None
+        self._tokenizer: object | None = None
+        self._id: str | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def dim(self) -> int:
+        if self._dim is None:
+            self._dim = int(self.run(["dimension"]).shape[1])
+        return self._dim
+
+    def model_id(self) -> str:
+        """What the vectors depend on: the model and tokenizer files (sha256), the token limit and
+        the pooling. The key of the on-disk cache and the id written beside traces."""
+        if self._id is None:
+            pooling = f"{self.pooling}-l2" if self.normalize else self.pooling
+            self._id = (f"{self.label} model={_file_sha256(self._model_file())[:16]} "
+                        f"tokenizer={_file_sha256(self._tokenizer_file())[:16]} "
+                        f"max_tokens={self.max_tokens} pooling={pooling}")
+        return self._id
+
+    def _load(self) -> tuple[object, object]:
+        with self._lock:
+            if self._session is None:
+                # lazy: onnxruntime and tokenizers load only with the model (first dense call)
+                import onnxruntime as ort
+                from tokenizers import Tokenizer
+
+                tok = Tokenizer.from_file(str(self._tokenizer_file()))
+                # A shipped file may pad to a fixed length; we pad per batch and truncate.
+                tok.enable_truncation(max_length=self.max_tokens)
+                pad = tok.padding or {}
+                tok.enable_padding(pad_id=pad.get("pad_id", 0),
+                                   pad_token=pad.get("pad_token", "[PAD]"))
+                opts = ort.SessionOptions()
+                opts.intra_op_num_threads = INTRA_OP_THREADS
+                opts.inter_op_num_threads = 1
+                # No busy-waiting between ops: on a shared 2-core machine spinning threads steal
+                # the cores the other thread needs (measured faster under load, same when idle).
+                opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+                sess = ort.InferenceSession(str(self._model_file()), sess_options=opts,
+                                            providers=["CPUExecutionProvider"])
+                self._tokenizer, self._session = tok, sess
+        return self._session, self._tokenizer  # type: ignore[return-value]
+
+    def run(self, texts: list[str]) -> np.ndarray:
+        sess, tok = self._load()
+        enc = tok.encode_batch(texts)  # type: ignore[attr-defined]
+        ids = np.array([e.ids for e in enc], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+        types = np.array([e.type_ids for e in enc], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        wanted = {i.name for i in sess.get_inputs()}  # type: ignore[attr-defined]
+        feeds = {k: v for k, v in feeds.items() if k in wanted}
+        out = sess.run(None, feeds)[0]  # type: ignore[attr-defined]
+        m = mask[:, :, None].astype(np.float32)
+        if self.pooling == "cls":
+            pooled = out[:, 0, :]
+        elif self.pooling == "max":
+            pooled = np.where(m > 0, out, -np.inf).max(axis=1)
+        else:
+            pooled = (out * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
+        if self.normalize:
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            pooled = pooled / np.clip(norms, 1e-12, None)
+        return pooled.astype(np.float32)
 
 
-def _load() -> tuple[object, object]:
-    global _session, _tokenizer
+BUILTIN = OnnxEmbedder("all-MiniLM-L6-v2-int8-onnx", model_path, tokenizer_path, dim=DIM)
+_active: Embedder | None = None
+
+
+def active() -> Embedder:
+    """The embedder of this process: the one `use_embedder` chose, else the one TWIST_EMBEDDER
+    names (a spawned child of `--isolate process` inherits the parent's choice that way), else
+    the built-in MiniLM."""
+    global _active
+    if _active is None:
+        spec = os.environ.get(ENV_EMBEDDER, "").strip() or "builtin"
+        _active = BUILTIN if spec == "builtin" else make_embedder(spec)
+    return _active
+
+
+def make_embedder(spec: str) -> Embedder:
+    """An embedder from its spec: "onnx:DIR" (this module's ONNX runner over the directory's
+    files, pooling from its sentence-transformers config) or "openai:MODEL"."""
+    kind, _, arg = spec.partition(":")
+    if kind == "onnx" and arg:
+        folder = Path(arg).expanduser()
+        model, tokenizer = embedders.onnx_files(folder)
+        settings = embedders.onnx_settings(folder)
+        return OnnxEmbedder(f"onnx:{folder.resolve().name}", lambda: model, lambda: tokenizer,
+                            dim=settings.get("dim"),  # type: ignore[arg-type]
+                            max_tokens=int(settings.get("max_tokens", MAX_TOKENS)),  # type: ignore[call-overload]
+                            pooling=str(settings["pooling"]),
+                            normalize=bool(settings["normalize"]))
+    if kind == "openai" and arg:
+        base, key = embedders.endpoint_from_env()
+        return embedders.OpenAIEmbedder(arg, base, key)
+    raise InputError("--embedder", f"unknown embedder {spec!r}",
+                     expected="builtin, onnx:DIR or openai:MODEL")
+
+
+def use_embedder(spec: str) -> Embedder:
+    """Choose the process's embedder ("builtin", "onnx:DIR", "openai:MODEL"); InputError when
+    the spec or the model directory is bad. Exported in TWIST_EMBEDDER for child processes."""
+    global _active
+    chosen = BUILTIN if spec == "builtin" else make_embedder(spec)
     with _lock:
-        if _session is None:
-            # lazy: onnxruntime and tokenizers load only with the model (first dense call)
-            import onnxruntime as ort
-            from tokenizers import Tokenizer
+        _active = chosen
+        _cache.clear()  # the in-process cache is keyed by text only
+    os.environ[ENV_EMBEDDER] = spec
+    return chosen
 
-            tok = Tokenizer.from_file(str(tokenizer_path()))
-            # The shipped file pads to a fixed 128; we pad per batch and truncate at 256.
-            tok.enable_truncation(max_length=MAX_TOKENS)
-            tok.enable_padding(pad_id=0, pad_token="[PAD]")
-            opts = ort.SessionOptions()
-            opts.intra_op_num_threads = INTRA_OP_THREADS
-            opts.inter_op_num_threads = 1
-            # No busy-waiting between ops: on a shared 2-core machine spinning threads steal
-            # the cores the other thread needs (measured faster under load, same when idle).
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            sess = ort.InferenceSession(str(model_path()), sess_options=opts,
-                                        providers=["CPUExecutionProvider"])
-            _tokenizer, _session = tok, sess
-    return _session, _tokenizer
+
+def model_id() -> str:
+    """The model id of the active embedder (the key of the on-disk cache)."""
+    return active().model_id()
 
 
 def _run(texts: list[str]) -> np.ndarray:
-    sess, tok = _load()
-    enc = tok.encode_batch(texts)  # type: ignore[attr-defined]
-    ids = np.array([e.ids for e in enc], dtype=np.int64)
-    mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
-    types = np.array([e.type_ids for e in enc], dtype=np.int64)
-    feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-    wanted = {i.name for i in sess.get_inputs()}  # type: ignore[attr-defined]
-    feeds = {k: v for k, v in feeds.items() if k in wanted}
-    out = sess.run(None, feeds)[0]  # type: ignore[attr-defined]
-    m = mask[:, :, None].astype(np.float32)
-    pooled = (out * m).sum(axis=1) / np.clip(m.sum(axis=1), 1e-9, None)
-    norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-    return (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+    return active().run(texts)
 
 
 def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndarray:
-    """Unit-length float32 embeddings, shape (len(texts), 384).
+    """Float32 embeddings of the active embedder, shape (len(texts), dim) (unit length for
+    the built-in model; 384 dimensions).
 
     Texts are embedded in batches sorted by length (less padding); results come back in input
     order. With cache=True, texts seen before in this process, or stored in the on-disk cache
@@ -136,7 +231,9 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     global computed_texts, used
     used = True
     n = len(texts)
-    out = np.zeros((n, DIM), dtype=np.float32)
+    model = active()
+    dim = model.dim
+    out = np.zeros((n, dim), dtype=np.float32)
     todo: dict[str, list[int]] = {}
     for i, t in enumerate(texts):
         if cache and t in _cache:
@@ -144,19 +241,25 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
             _cache.move_to_end(t)
         else:
             todo.setdefault(t, []).append(i)
-    disk = embcache.shared_cache(DIM) if cache and todo else None
+    disk = embcache.shared_cache(dim) if cache and todo else None
     if disk is not None:
         try:
-            for t, v in disk.get_many(model_id(), list(todo)).items():
+            for t, v in disk.get_many(model.model_id(), list(todo)).items():
                 for i in todo.pop(t):
                     out[i] = v
                 _cache[t] = v
         except sqlite3.Error as exc:
-            disk = _drop_disk_cache(exc)
+            disk = _drop_disk_cache(exc, dim)
     uniq = sorted(todo, key=len)
-    for start in range(0, len(uniq), batch_size):
-        chunk = uniq[start:start + batch_size]
+    # an endpoint's own request size (openai:) beats the local ONNX batch: fewer round trips
+    step = int(getattr(model, "batch_size", batch_size))
+    for start in range(0, len(uniq), step):
+        chunk = uniq[start:start + step]
         vecs = _run(chunk)
+        if vecs.shape != (len(chunk), dim):
+            raise embedders.EmbeddingError(f"{model.model_id()}: {vecs.shape[0]} vectors of "
+                                           f"{vecs.shape[-1]} dimensions for {len(chunk)} "
+                                           f"texts, expected {dim}")
         computed_texts += len(chunk)
         for t, v in zip(chunk, vecs):
             for i in todo[t]:
@@ -165,18 +268,18 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
                 _cache[t] = v
         if disk is not None:
             try:
-                disk.put_many(model_id(), chunk, vecs)
+                disk.put_many(model.model_id(), chunk, vecs)
             except sqlite3.Error as exc:
-                disk = _drop_disk_cache(exc)
+                disk = _drop_disk_cache(exc, dim)
     while len(_cache) > _CACHE_LIMIT:
         _cache.popitem(last=False)
     return out
 
 
-def _drop_disk_cache(exc: sqlite3.Error) -> None:
+def _drop_disk_cache(exc: sqlite3.Error, dim: int) -> None:
     warnings.warn(f"embedding cache not used any more in this process: {exc}", RuntimeWarning,
                   stacklevel=3)
-    embcache.drop_shared(DIM)
+    embcache.drop_shared(dim)
     return None
 
 
@@ -206,10 +309,10 @@ class DenseRetriever:
         self._matrix = None
 
     def matrix(self) -> np.ndarray:
-        """The (n_docs, 384) embedding matrix, rows in insertion order."""
+        """The (n_docs, dim) embedding matrix, rows in insertion order."""
         if self._matrix is None:
             self._matrix = (np.concatenate(self._parts) if self._parts
-                            else np.zeros((0, DIM), dtype=np.float32))
+                            else np.zeros((0, active().dim), dtype=np.float32))
             self._parts = [self._matrix]
         return self._matrix
 

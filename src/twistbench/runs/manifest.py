@@ -88,9 +88,12 @@ def input_hashes(dataset: Dataset) -> dict[str, str]:
 def run_config(dataset: Dataset, system_name: str, system_spec: str, system_config: dict[str, Any],
                plan: dict[str, str], conversations: Sequence[str] | None, seed: int,
                judge: dict[str, Any], redactor: Redactor,
-               answerer: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The part of the manifest that the fingerprint covers (the answerer of memories too)."""
-    return redactor.config({
+               answerer: dict[str, Any] | None = None,
+               embedder: str | None = None) -> dict[str, Any]:
+    """The part of the manifest that the fingerprint covers (the answerer of memories too; the
+    embedder's model id when --embedder chose another than the built-in model, whose runs
+    predate the field: another embedder's vectors give another run, never a resumed one)."""
+    config = {
         "dataset": {"name": dataset.name, "version": dataset.version,
                     "sha256": dataset.key_sha256, "inputs": input_hashes(dataset)},
         "system": {"name": system_name, "spec": system_spec, "config": system_config},
@@ -99,7 +102,10 @@ def run_config(dataset: Dataset, system_name: str, system_spec: str, system_conf
         "seed": seed,
         "judge": judge,
         "answerer": answerer,
-    })
+    }
+    if embedder is not None:
+        config["embedder"] = embedder
+    return redactor.config(config)
 
 
 def start_manifest(config: dict[str, Any], dataset: Dataset, dataset_source: dict[str, Any],

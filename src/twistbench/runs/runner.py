@@ -64,6 +64,8 @@ class RunSettings:
     max_output_bytes: int = DEFAULT_MAX_OUTPUT_BYTES  # a larger output is an error, not stored
     workers: int = 1  # conversations driven at once (runs/parallel.py); not fingerprinted
     retry_errors: bool = False  # resume asking only the errored items of the folder again
+    embedder: str | None = None  # model id of --embedder, fingerprinted; None: the built-in
+    embedder_id: str | None = None  # model id of the embedder in use (manifest only)
 
 
 @dataclass
@@ -219,7 +221,8 @@ def _run_locked(dataset: Dataset, guards: list[GuardedSystem], folder: RunFolder
     plan = plan_tracks(dataset, caps, tracks, settings.tracks)
     config = run_config(dataset, name, spec or name, _system_config(guarded, options), plan,
                         settings.conversations, settings.seed, judge_record(judge),
-                        folder.redactor, answerer=answerer_record(answerer))
+                        folder.redactor, answerer=answerer_record(answerer),
+                        embedder=settings.embedder)
     manifest = start_manifest(config, dataset, dataset_source or {}, caps.as_dict(),
                               gold_channel, settings.seed,
                               {"call_s": settings.timeout_s,
@@ -230,6 +233,9 @@ def _run_locked(dataset: Dataset, guards: list[GuardedSystem], folder: RunFolder
     manifest["judge"] = {**config["judge"], "calibration": calibration_summary(
         load_calibration(judge_record(judge)))}
     manifest["workers"] = settings.workers
+    # the vectors behind dense retrieval (fingerprinted through config["embedder"] unless the
+    # built-in model, which runs predating the field used)
+    manifest["embedder"] = settings.embedder_id
     llm_mark = usage_snapshot()
     if settings.retry_errors and folder.exists():
         # Checked first (it refuses another configuration), then the errors go.

@@ -40,7 +40,7 @@ from typing import Any
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import Answer, Event, IngestResult, LineageRecord, ScoredMemory
 from twistbench.retrieval import turn_text
-from twistbench.retrieval.dense import DIM, embed
+from twistbench.retrieval.dense import active, embed
 
 NO_ANSWER = "I don't know."
 DUMMY_KEY = "sk-offline-mem0-never-called"  # Mem0 builds an OpenAI client at start-up
@@ -122,7 +122,8 @@ class Mem0System(BaseSystem):
             llm["openai_base_url"] = self.llm_base_url
         return {
             "vector_store": {"provider": "qdrant", "config": {
-                "collection_name": "twist", "embedding_model_dims": DIM, "path": ":memory:",
+                "collection_name": "twist", "embedding_model_dims": active().dim,
+                "path": ":memory:",
                 "on_disk": False}},
             "embedder": {"provider": "langchain", "config": {"model": _langchain_embedder()}},
             "llm": {"provider": "openai", "config": llm},
