@@ -15,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -275,11 +275,29 @@ def _kappa(value: float, flag: str) -> float:
     return value
 
 
+@dataclass(frozen=True)
+class _PathState:
+    exists: bool
+    is_dir: bool
+
+
+def _stat_path(path: Path, flag: str) -> _PathState:
+    """Whether `path` exists and is a folder; InputError for a path the system refuses to look
+    up at all (a name longer than the file system allows, a NUL byte), which pathlib raises
+    as OSError or ValueError instead of answering False."""
+    try:
+        return _PathState(path.exists(), path.is_dir())
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(str(path), f"not a usable path: {reason}", field=flag.lstrip("-"),
+                         expected="a path the file system accepts") from None
+
+
 def _output_dir(path: Path, flag: str) -> Path:
     """A folder we will be able to write into; InputError for a file or an unwritable place.
     Nothing is created here (an error later must not leave an empty folder behind): the
     nearest existing folder on the way is probed with a temporary file."""
-    if path.exists() and not path.is_dir():
+    if _stat_path(path, flag).exists and not path.is_dir():
         raise InputError(str(path), "exists and is not a folder", field=flag.lstrip("-"),
                          expected="a folder (or a path where one can be created)")
     base = path
@@ -300,7 +318,7 @@ def _output_dir(path: Path, flag: str) -> Path:
 
 def _output_file(path: Path, flag: str) -> Path:
     """A file path whose folder is writable and that is not a folder itself."""
-    if path.is_dir():
+    if _stat_path(path, flag).is_dir:
         raise InputError(str(path), "is a folder", field=flag.lstrip("-"), expected="a file path")
     _output_dir(path.parent if str(path.parent) else Path("."), flag)
     return path
