@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -54,10 +55,11 @@ def _get(doc: Any, path: tuple) -> Any:
     return doc
 
 
-@st.composite
-def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
-    """`doc` with 1..max_mutations damages, each at a random node."""
+def _damage_json(draw: Any, doc: Any, max_mutations: int) -> tuple[Any, list[tuple]]:
+    """`doc` with 1..max_mutations damages, and the path of every node each damage touched
+    (for a key duplicated under a new name, the new key's path; () for the whole document)."""
     doc = copy.deepcopy(doc)
+    touched: list[tuple] = []
     for _ in range(draw(st.integers(1, max_mutations))):
         path = draw(st.sampled_from(_paths(doc)))
         action = draw(st.sampled_from(["replace", "delete", "duplicate", "nasty", "deep"]))
@@ -69,6 +71,7 @@ def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
             value = draw(JSON_VALUE)
         if not path:
             doc = value
+            touched.append(())
             continue
         parent, key = _get(doc, path[:-1]), path[-1]
         if action == "delete":
@@ -76,10 +79,19 @@ def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
         elif action == "duplicate" and isinstance(parent, list):
             parent.insert(key, copy.deepcopy(parent[key]))
         elif action == "duplicate" and isinstance(parent, dict):
-            parent[draw(st.text(max_size=6))] = copy.deepcopy(parent[key])
+            new_key = draw(st.text(max_size=6))
+            parent[new_key] = copy.deepcopy(parent[key])
+            path = path[:-1] + (new_key,)
         else:
             parent[key] = value
-    return doc
+        touched.append(path)
+    return doc, touched
+
+
+@st.composite
+def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
+    """`doc` with 1..max_mutations damages, each at a random node."""
+    return _damage_json(draw, doc, max_mutations)[0]
 
 
 @st.composite
@@ -99,26 +111,55 @@ def mutated_bytes(draw: Any, data: bytes) -> bytes:
     return data[:i] + junk + data[i:]
 
 
-def mutated_text_lines(lines: list[str]) -> st.SearchStrategy[list[str]]:
-    """JSON lines with one line replaced by a damaged version of itself, or by junk."""
+@dataclass(frozen=True)
+class LineDamage:
+    """What `damaged_text_lines` did to a JSON-lines file, so a test can ask the error to name it.
+
+    kind: "json" (the line's JSON damaged in place), "junk" (the line replaced by random text),
+    "drop" or "duplicate". line: the 1-based number of the damaged line in the damaged file.
+    original: the line before the damage. fields: for "json" damage of an object, the top-level
+    keys every damage touched; None when a damage replaced the whole record (there is no field to
+    name then, only the record) or the line was not an object."""
+
+    kind: str
+    line: int
+    original: str
+    fields: frozenset[str] | None = None
+
+
+def damaged_text_lines(lines: list[str]) -> st.SearchStrategy[tuple[list[str], LineDamage]]:
+    """JSON lines with one line replaced by a damaged version of itself, or by junk, dropped or
+    duplicated; and what was done (LineDamage)."""
     @st.composite
-    def strat(draw: Any) -> list[str]:
+    def strat(draw: Any) -> tuple[list[str], LineDamage]:
         out = list(lines)
         i = draw(st.integers(0, len(out) - 1))
+        original = out[i]
         choice = draw(st.sampled_from(["json", "junk", "drop", "duplicate"]))
+        fields = None
         if choice == "json":
             try:
-                out[i] = json.dumps(draw(mutated_json(json.loads(out[i]))))
+                record = json.loads(out[i])
             except ValueError:
                 out[i] = draw(st.text(max_size=40))
+                return out, LineDamage("junk", i + 1, original)
+            damaged, touched = _damage_json(draw, record, 3)
+            out[i] = json.dumps(damaged)
+            if isinstance(record, dict) and isinstance(damaged, dict) and all(touched):
+                fields = frozenset(str(p[0]) for p in touched)
         elif choice == "junk":
             out[i] = draw(st.text(max_size=60))
         elif choice == "drop":
             del out[i]
         else:
             out.insert(i, out[i])
-        return out
+        return out, LineDamage(choice, i + 1, original, fields)
     return strat()
+
+
+def mutated_text_lines(lines: list[str]) -> st.SearchStrategy[list[str]]:
+    """JSON lines with one line replaced by a damaged version of itself, or by junk."""
+    return damaged_text_lines(lines).map(lambda damaged: damaged[0])
 
 
 def mini_locomo(samples: int = 2) -> list[dict[str, Any]]:
