@@ -445,5 +445,8 @@ def test_build_cs_option_values(scratch, monkeypatch, damaged, version, seed, ou
         assert not calls, "a builder ran with options the command then refused"
     for kw in calls:
         assert isinstance(kw["seed"], int) and kw["seed"] >= 0, kw
-        assert not Path(kw["out"]).is_dir() and Path(kw["out"]).parent.is_dir(), kw
+        # the key writer creates missing folders; the nearest existing one must be a folder
+        written = Path(kw["out"])
+        nearest = next(p for p in written.parents if p.exists())
+        assert not written.is_dir() and nearest.is_dir(), kw
         assert kw.get("paraphrase") is None or ("version" in damaged and version == "1.0"), kw
