@@ -334,6 +334,14 @@ def test_numeric_options_of_run(tmp_path, args, flag):
     (["audit", "{o}", "{o}", "--resamples", "0"], "--resamples"),
     (["audit", "{o}", "{o}", "--seed", "-1"], "--seed"),
     (["audit", "{o}", "{o}", "-k", "0"], "-k"),
+    # 10**30: an array numpy cannot allocate, a k the trace files give back as a float
+    (["audit", "{o}", "{o}", "--resamples", str(10**30)], "--resamples"),
+    (["trace", "-s", "flat-rag", "-d", "demo", "-o", "{o}", "-k", str(10**30)], "-k"),
+    (["audit", "native", "--locomo", "{o}/l.json", "-o", "{o}", "--resamples", str(10**30)],
+     "--resamples"),
+    (["audit", "native", "--locomo", "{o}/l.json", "-o", "{o}", "-k", str(10**30)], "-k"),
+    (["audit", "native", "--locomo", "{o}/l.json", "-o", "{o}", "--retriever", "bm26"],
+     "--retriever"),
     (["build", "cs", "--seed", "-1", "-o", "{o}/k.json"], "--seed"),
     # the 2.0 LoCoMo key is written, not drawn: a seed would be silently ignored
     (["build", "locomo", "--locomo", "{o}/none.json", "--key", "2.0", "--seed", "1", "-o",

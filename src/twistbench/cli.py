@@ -262,6 +262,13 @@ def _at_least(value: int, low: int, flag: str) -> int:
     return value
 
 
+# Upper bounds of the audit's counts: far above any real use (TIAP: 3,000 resamples, k = 60),
+# low enough that 10**30 is one line and exit 2, not an array numpy cannot allocate or a k that
+# comes back from the trace files as a float.
+MAX_RESAMPLES = 100_000
+MAX_K = 1_000_000
+
+
 def _at_most(value: int, high: int, flag: str) -> int:
     if value > high:
         raise InputError(flag, f"is {value}", field=flag.lstrip("-"), expected=f"at most {high}")
@@ -998,7 +1005,7 @@ def trace(
     when queries were to be traced and every one of them failed."""
     try:
         _positive(timeout, "--timeout")
-        _at_least(k, 1, "-k")
+        _at_most(_at_least(k, 1, "-k"), MAX_K, "-k")
         per = parse_options(option, [system])
         _use_options(per)
         entry = DATASET_REGISTRY.get(dataset or "")
@@ -1071,10 +1078,10 @@ def audit_traces(
     JSONL traces rank by list order (equal scores keep it); TREC runs ignore the rank column
     and rank by score descending, ties by docid descending (trec_eval's rule)."""
     try:
-        _at_least(resamples, 1, "--resamples")
+        _at_most(_at_least(resamples, 1, "--resamples"), MAX_RESAMPLES, "--resamples")
         _at_least(seed, 0, "--seed")
         if k is not None:
-            _at_least(k, 1, "-k")
+            _at_most(_at_least(k, 1, "-k"), MAX_K, "-k")
         if out is not None:
             _output_dir(out, "--out")
     except InputError as exc:
@@ -1111,9 +1118,9 @@ def audit_native(
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
     try:
-        _at_least(resamples, 1, "--resamples")
+        _at_most(_at_least(resamples, 1, "--resamples"), MAX_RESAMPLES, "--resamples")
         _at_least(seed, 0, "--seed")
-        _at_least(k, 1, "-k")
+        _at_most(_at_least(k, 1, "-k"), MAX_K, "-k")
         for m in max_facts or ():
             _at_least(m, 1, "--max-facts")
         out = _output_dir(out, "--out")
