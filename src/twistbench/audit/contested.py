@@ -23,7 +23,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +120,15 @@ def read_cases(path: str | Path) -> list[ContestedCase]:
             continue
         obj = load_json(line, str(path), f"line {lineno}",
                         expected="a line written by write_cases")
+        if isinstance(obj, dict):  # name the field, not the dataclass's TypeError
+            known = {f.name: f for f in fields(ContestedCase)}
+            missing = [n for n, f in known.items() if n not in obj and f.default is MISSING
+                       and f.default_factory is MISSING]
+            extra = [k for k in obj if k not in known]
+            if missing or extra:
+                raise InputError(str(path), "missing" if missing else "no such field",
+                                 where=f"line {lineno}", field=str((missing or extra)[0]),
+                                 expected="a line written by write_cases")
         try:
             out.append(ContestedCase(**obj))
         except (TypeError, ValueError) as exc:
