@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -155,6 +156,42 @@ def damaged_text_lines(lines: list[str]) -> st.SearchStrategy[tuple[list[str], L
             out.insert(i, out[i])
         return out, LineDamage(choice, i + 1, original, fields)
     return strat()
+
+
+def assert_error_names_damage(message: str, damage: LineDamage, lines: list[str]) -> None:
+    """The error refusing `lines` names the damaged record (its line number, or its id where a
+    reader refuses records by id) and, where the damage was to fields of an object, one of them.
+
+    Not asked of every damage: a dropped line leaves no record to name (the error is about what
+    is missing); a duplicated line is two records and either may be named; a blank junk line is
+    skipped by the readers, and junk with a line break in it is several lines; a damage that
+    replaced the whole record (or a line that was not an object) has a record but no field; a
+    key duplicated under the empty name has no name to print."""
+    if damage.kind not in ("json", "junk"):
+        return
+    junk = lines[damage.line - 1]
+    if damage.kind == "junk" and (not junk.strip() or len(junk.splitlines()) != 1):
+        return  # blank (skipped), or text with line breaks: it is more than one line then
+    ids = _record_ids(damage.original)
+    assert re.search(rf"\bline {damage.line}\b", message) or any(i in message for i in ids), (
+        f"the error does not name line {damage.line} ({damage.kind} damage)", message)
+    if damage.fields and "" not in damage.fields:
+        # a key with control characters is printed escaped (never sent raw to the terminal)
+        named = any(f in message or repr(f)[1:-1] in message for f in damage.fields)
+        assert "field" in message and named, (
+            f"the error does not name the damaged field (one of {sorted(damage.fields)})",
+            message)
+
+
+def _record_ids(line: str) -> list[str]:
+    """The ids a reader may name a record by (item_id, query_id, case_id...)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return []
+    if not isinstance(record, dict):
+        return []
+    return [v for k, v in record.items() if k.endswith("id") and isinstance(v, str) and v]
 
 
 def mutated_text_lines(lines: list[str]) -> st.SearchStrategy[list[str]]:

@@ -8,7 +8,6 @@ import contextlib
 import io
 import itertools
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from hypothesis import strategies as st
 from mutations import (
     NASTY_VALUES,
     LineDamage,
+    assert_error_names_damage,
     budget,
     damaged_text_lines,
     mini_locomo,
@@ -54,40 +54,11 @@ def check(code: int, err: str) -> None:
 
 def check_names_damage(code: int, err: str, damage: LineDamage, lines: list[str]) -> None:
     """`check`, and where the refusal is about one damaged JSON line, its one line names that
-    record (its line number, or its id where the record is refused by id), and the field where
-    the damage was to fields of an object.
-
-    Not asked of every damage: a dropped line leaves no record to name (the error is about what
-    is missing); a duplicated line is two records and either may be named; a blank junk line is
-    skipped by the readers; a damage that replaced the whole record (or a line that was not an
-    object) has a record but no field; a key duplicated under the empty name has no name to
-    print."""
+    record and field (`assert_error_names_damage`)."""
     check(code, err)
-    if code != 2 or damage.kind not in ("json", "junk"):
-        return
-    if damage.kind == "junk" and not lines[damage.line - 1].strip():
-        return
-    message = next(x for x in err.splitlines() if x.startswith("error: "))
-    ids = _record_ids(damage.original)
-    assert re.search(rf"\bline {damage.line}\b", message) or any(i in message for i in ids), (
-        f"the error does not name line {damage.line} ({damage.kind} damage)", message)
-    if damage.fields and "" not in damage.fields:
-        # a key with control characters is printed escaped (never sent raw to the terminal)
-        named = any(f in message or repr(f)[1:-1] in message for f in damage.fields)
-        assert "field" in message and named, (
-            f"the error does not name the damaged field (one of {sorted(damage.fields)})",
-            message)
-
-
-def _record_ids(line: str) -> list[str]:
-    """The ids a reader may name a record by (item_id, query_id, case_id...)."""
-    try:
-        record = json.loads(line)
-    except ValueError:
-        return []
-    if not isinstance(record, dict):
-        return []
-    return [v for k, v in record.items() if k.endswith("id") and isinstance(v, str) and v]
+    if code == 2:
+        assert_error_names_damage(next(x for x in err.splitlines() if x.startswith("error: ")),
+                                  damage, lines)
 
 
 @pytest.fixture(scope="module")
