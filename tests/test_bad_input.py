@@ -208,17 +208,18 @@ def cases_file(work):
 
 
 @pytest.mark.parametrize("case", OUTPUT_CASES, ids=lambda c: " ".join(c[:2]))
-@pytest.mark.parametrize("where", ["an existing file", "below a file"])
+@pytest.mark.parametrize("where", ["an existing file", "below a file", "a name too long"])
 def test_output_paths_that_cannot_be_written(tmp_path, demo_run, trace_dir, cases_file, case,
                                             where):
     blocker = tmp_path / "blocker"
     blocker.write_text("I am a file")
-    target = blocker if where == "an existing file" else blocker / "sub"
+    target = {"an existing file": blocker, "below a file": blocker / "sub",
+              "a name too long": tmp_path / ("a" * 300)}[where]  # the OS refuses to look it up
     labels = tmp_path / "labels.csv"
     labels.write_text("case_id,rater,label\nc1,ann,supports\n")
     preds = tmp_path / "p.jsonl"
     preds.write_text('{"item_id": "demo-d1", "aligned": true, "evidence": []}\n')
-    fill = {"dir": target, "file": target if where == "below a file" else tmp_path,
+    fill = {"dir": target, "file": tmp_path if where == "an existing file" else target,
             "run": demo_run, "trace": trace_dir, "cases": cases_file, "labels": labels,
             "preds": preds}
     args = [str(a).format(**fill) for a in case]
@@ -333,6 +334,14 @@ def test_numeric_options_of_run(tmp_path, args, flag):
     (["audit", "{o}", "{o}", "--resamples", "0"], "--resamples"),
     (["audit", "{o}", "{o}", "--seed", "-1"], "--seed"),
     (["audit", "{o}", "{o}", "-k", "0"], "-k"),
+    # 10**30: an array numpy cannot allocate, a k the trace files give back as a float
+    (["audit", "{o}", "{o}", "--resamples", str(10**30)], "--resamples"),
+    (["trace", "-s", "flat-rag", "-d", "demo", "-o", "{o}", "-k", str(10**30)], "-k"),
+    (["audit", "native", "--locomo", "{o}/l.json", "-o", "{o}", "--resamples", str(10**30)],
+     "--resamples"),
+    (["audit", "native", "--locomo", "{o}/l.json", "-o", "{o}", "-k", str(10**30)], "-k"),
+    (["audit", "native", "--locomo", "{o}/l.json", "-o", "{o}", "--retriever", "bm26"],
+     "--retriever"),
     (["build", "cs", "--seed", "-1", "-o", "{o}/k.json"], "--seed"),
     # the 2.0 LoCoMo key is written, not drawn: a seed would be silently ignored
     (["build", "locomo", "--locomo", "{o}/none.json", "--version", "2.0", "--seed", "1", "-o",

@@ -15,7 +15,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -276,6 +276,13 @@ def _at_least(value: int, low: int, flag: str) -> int:
     return value
 
 
+# Upper bounds of the audit's counts: far above any real use (TIAP: 3,000 resamples, k = 60),
+# low enough that 10**30 is one line and exit 2, not an array numpy cannot allocate or a k that
+# comes back from the trace files as a float.
+MAX_RESAMPLES = 100_000
+MAX_K = 1_000_000
+
+
 def _at_most(value: int, high: int, flag: str) -> int:
     if value > high:
         raise InputError(flag, f"is {value}", field=flag.lstrip("-"), expected=f"at most {high}")
@@ -289,11 +296,29 @@ def _kappa(value: float, flag: str) -> float:
     return value
 
 
+@dataclass(frozen=True)
+class _PathState:
+    exists: bool
+    is_dir: bool
+
+
+def _stat_path(path: Path, flag: str) -> _PathState:
+    """Whether `path` exists and is a folder; InputError for a path the system refuses to look
+    up at all (a name longer than the file system allows, a NUL byte), which pathlib raises
+    as OSError or ValueError instead of answering False."""
+    try:
+        return _PathState(path.exists(), path.is_dir())
+    except (OSError, ValueError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise InputError(str(path), f"not a usable path: {reason}", field=flag.lstrip("-"),
+                         expected="a path the file system accepts") from None
+
+
 def _output_dir(path: Path, flag: str) -> Path:
     """A folder we will be able to write into; InputError for a file or an unwritable place.
     Nothing is created here (an error later must not leave an empty folder behind): the
     nearest existing folder on the way is probed with a temporary file."""
-    if path.exists() and not path.is_dir():
+    if _stat_path(path, flag).exists and not path.is_dir():
         raise InputError(str(path), "exists and is not a folder", field=flag.lstrip("-"),
                          expected="a folder (or a path where one can be created)")
     base = path
@@ -314,7 +339,7 @@ def _output_dir(path: Path, flag: str) -> Path:
 
 def _output_file(path: Path, flag: str) -> Path:
     """A file path whose folder is writable and that is not a folder itself."""
-    if path.is_dir():
+    if _stat_path(path, flag).is_dir:
         raise InputError(str(path), "is a folder", field=flag.lstrip("-"), expected="a file path")
     _output_dir(path.parent if str(path.parent) else Path("."), flag)
     return path
@@ -1010,7 +1035,7 @@ def trace(
     when queries were to be traced and every one of them failed."""
     try:
         _positive(timeout, "--timeout")
-        _at_least(k, 1, "-k")
+        _at_most(_at_least(k, 1, "-k"), MAX_K, "-k")
         _use_embedder(embedder)
         per = parse_options(option, [system])
         _use_options(per)
@@ -1084,10 +1109,10 @@ def audit_traces(
     JSONL traces rank by list order (equal scores keep it); TREC runs ignore the rank column
     and rank by score descending, ties by docid descending (trec_eval's rule)."""
     try:
-        _at_least(resamples, 1, "--resamples")
+        _at_most(_at_least(resamples, 1, "--resamples"), MAX_RESAMPLES, "--resamples")
         _at_least(seed, 0, "--seed")
         if k is not None:
-            _at_least(k, 1, "-k")
+            _at_most(_at_least(k, 1, "-k"), MAX_K, "-k")
         if out is not None:
             _output_dir(out, "--out")
     except InputError as exc:
@@ -1125,9 +1150,9 @@ def audit_native(
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
     try:
-        _at_least(resamples, 1, "--resamples")
+        _at_most(_at_least(resamples, 1, "--resamples"), MAX_RESAMPLES, "--resamples")
         _at_least(seed, 0, "--seed")
-        _at_least(k, 1, "-k")
+        _at_most(_at_least(k, 1, "-k"), MAX_K, "-k")
         for m in max_facts or ():
             _at_least(m, 1, "--max-facts")
         _use_embedder(embedder)

@@ -93,3 +93,19 @@ def test_native_store_lineage_links_facts_to_turns() -> None:
     assert {h.id for h in hits} <= {x.memory_id for x in lin}
     with pytest.raises(ValueError):
         NativeStore("sparse", 1)
+
+
+@pytest.mark.parametrize(("retrievers", "max_facts", "named"), [
+    (("lexical", "bm26"), (1,), "--retriever"),
+    (("lexical",), (1, 0), "--max-facts"),
+])
+def test_an_unknown_retriever_or_density_is_refused_before_anything_is_traced(
+        tmp_path, retrievers, max_facts, named):
+    from twistbench.errors import InputError
+
+    out = tmp_path / "native"
+    with pytest.raises(InputError) as caught:
+        native_matrix(_locomo(tmp_path), out, retrievers=retrievers, max_facts=max_facts,
+                      n_resamples=20)
+    assert str(caught.value).startswith(named)
+    assert not out.exists()

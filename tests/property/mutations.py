@@ -8,6 +8,8 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import strategies as st
@@ -54,10 +56,11 @@ def _get(doc: Any, path: tuple) -> Any:
     return doc
 
 
-@st.composite
-def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
-    """`doc` with 1..max_mutations damages, each at a random node."""
+def _damage_json(draw: Any, doc: Any, max_mutations: int) -> tuple[Any, list[tuple]]:
+    """`doc` with 1..max_mutations damages, and the path of every node each damage touched
+    (for a key duplicated under a new name, the new key's path; () for the whole document)."""
     doc = copy.deepcopy(doc)
+    touched: list[tuple] = []
     for _ in range(draw(st.integers(1, max_mutations))):
         path = draw(st.sampled_from(_paths(doc)))
         action = draw(st.sampled_from(["replace", "delete", "duplicate", "nasty", "deep"]))
@@ -69,6 +72,7 @@ def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
             value = draw(JSON_VALUE)
         if not path:
             doc = value
+            touched.append(())
             continue
         parent, key = _get(doc, path[:-1]), path[-1]
         if action == "delete":
@@ -76,10 +80,19 @@ def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
         elif action == "duplicate" and isinstance(parent, list):
             parent.insert(key, copy.deepcopy(parent[key]))
         elif action == "duplicate" and isinstance(parent, dict):
-            parent[draw(st.text(max_size=6))] = copy.deepcopy(parent[key])
+            new_key = draw(st.text(max_size=6))
+            parent[new_key] = copy.deepcopy(parent[key])
+            path = path[:-1] + (new_key,)
         else:
             parent[key] = value
-    return doc
+        touched.append(path)
+    return doc, touched
+
+
+@st.composite
+def mutated_json(draw: Any, doc: Any, max_mutations: int = 3) -> Any:
+    """`doc` with 1..max_mutations damages, each at a random node."""
+    return _damage_json(draw, doc, max_mutations)[0]
 
 
 @st.composite
@@ -99,26 +112,91 @@ def mutated_bytes(draw: Any, data: bytes) -> bytes:
     return data[:i] + junk + data[i:]
 
 
-def mutated_text_lines(lines: list[str]) -> st.SearchStrategy[list[str]]:
-    """JSON lines with one line replaced by a damaged version of itself, or by junk."""
+@dataclass(frozen=True)
+class LineDamage:
+    """What `damaged_text_lines` did to a JSON-lines file, so a test can ask the error to name it.
+
+    kind: "json" (the line's JSON damaged in place), "junk" (the line replaced by random text),
+    "drop" or "duplicate". line: the 1-based number of the damaged line in the damaged file.
+    original: the line before the damage. fields: for "json" damage of an object, the top-level
+    keys every damage touched; None when a damage replaced the whole record (there is no field to
+    name then, only the record) or the line was not an object."""
+
+    kind: str
+    line: int
+    original: str
+    fields: frozenset[str] | None = None
+
+
+def damaged_text_lines(lines: list[str]) -> st.SearchStrategy[tuple[list[str], LineDamage]]:
+    """JSON lines with one line replaced by a damaged version of itself, or by junk, dropped or
+    duplicated; and what was done (LineDamage)."""
     @st.composite
-    def strat(draw: Any) -> list[str]:
+    def strat(draw: Any) -> tuple[list[str], LineDamage]:
         out = list(lines)
         i = draw(st.integers(0, len(out) - 1))
+        original = out[i]
         choice = draw(st.sampled_from(["json", "junk", "drop", "duplicate"]))
+        fields = None
         if choice == "json":
             try:
-                out[i] = json.dumps(draw(mutated_json(json.loads(out[i]))))
+                record = json.loads(out[i])
             except ValueError:
                 out[i] = draw(st.text(max_size=40))
+                return out, LineDamage("junk", i + 1, original)
+            damaged, touched = _damage_json(draw, record, 3)
+            out[i] = json.dumps(damaged)
+            if isinstance(record, dict) and isinstance(damaged, dict) and all(touched):
+                fields = frozenset(str(p[0]) for p in touched)
         elif choice == "junk":
             out[i] = draw(st.text(max_size=60))
         elif choice == "drop":
             del out[i]
         else:
             out.insert(i, out[i])
-        return out
+        return out, LineDamage(choice, i + 1, original, fields)
     return strat()
+
+
+def assert_error_names_damage(message: str, damage: LineDamage, lines: list[str]) -> None:
+    """The error refusing `lines` names the damaged record (its line number, or its id where a
+    reader refuses records by id) and, where the damage was to fields of an object, one of them.
+
+    Not asked of every damage: a dropped line leaves no record to name (the error is about what
+    is missing); a duplicated line is two records and either may be named; a blank junk line is
+    skipped by the readers, and junk with a line break in it is several lines; a damage that
+    replaced the whole record (or a line that was not an object) has a record but no field; a
+    key duplicated under the empty name has no name to print."""
+    if damage.kind not in ("json", "junk"):
+        return
+    junk = lines[damage.line - 1]
+    if damage.kind == "junk" and (not junk.strip() or len(junk.splitlines()) != 1):
+        return  # blank (skipped), or text with line breaks: it is more than one line then
+    ids = _record_ids(damage.original)
+    assert re.search(rf"\bline {damage.line}\b", message) or any(i in message for i in ids), (
+        f"the error does not name line {damage.line} ({damage.kind} damage)", message)
+    if damage.fields and "" not in damage.fields:
+        # a key with control characters is printed escaped (never sent raw to the terminal)
+        named = any(f in message or repr(f)[1:-1] in message for f in damage.fields)
+        assert "field" in message and named, (
+            f"the error does not name the damaged field (one of {sorted(damage.fields)})",
+            message)
+
+
+def _record_ids(line: str) -> list[str]:
+    """The ids a reader may name a record by (item_id, query_id, case_id...)."""
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return []
+    if not isinstance(record, dict):
+        return []
+    return [v for k, v in record.items() if k.endswith("id") and isinstance(v, str) and v]
+
+
+def mutated_text_lines(lines: list[str]) -> st.SearchStrategy[list[str]]:
+    """JSON lines with one line replaced by a damaged version of itself, or by junk."""
+    return damaged_text_lines(lines).map(lambda damaged: damaged[0])
 
 
 def mini_locomo(samples: int = 2) -> list[dict[str, Any]]:

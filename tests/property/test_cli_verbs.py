@@ -16,7 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from mutations import (
     NASTY_VALUES,
+    LineDamage,
+    assert_error_names_damage,
     budget,
+    damaged_text_lines,
     mini_locomo,
     mutated_bytes,
     mutated_json,
@@ -47,6 +50,15 @@ def check(code: int, err: str) -> None:
     if code == 2:
         lines = [x for x in err.splitlines() if x.strip() and not x.startswith("note:")]
         assert len(lines) == 1 and lines[0].startswith("error: ") and len(lines[0]) > 12, err
+
+
+def check_names_damage(code: int, err: str, damage: LineDamage, lines: list[str]) -> None:
+    """`check`, and where the refusal is about one damaged JSON line, its one line names that
+    record and field (`assert_error_names_damage`)."""
+    check(code, err)
+    if code == 2:
+        assert_error_names_damage(next(x for x in err.splitlines() if x.startswith("error: ")),
+                                  damage, lines)
 
 
 @pytest.fixture(scope="module")
@@ -129,18 +141,24 @@ def test_report_compare_export_with_a_damaged_run_folder(scratch, demo_run, data
     if data.draw(st.booleans()):
         man = json.loads((run / "manifest.json").read_text())
         (run / "manifest.json").write_text(json.dumps(data.draw(mutated_json(man))))
+        verify = check  # one JSON document, not records by line
+        verify = check
     else:
         lines = (run / "items.jsonl").read_text().splitlines()
-        (run / "items.jsonl").write_text("\n".join(data.draw(mutated_text_lines(lines))))
+        damaged, damage = data.draw(damaged_text_lines(lines))
+        (run / "items.jsonl").write_text("\n".join(damaged))
+
+        def verify(code: int, err: str) -> None:
+            check_names_damage(code, err, damage, damaged)
     out = fresh(scratch, "report")
     code, _, err = invoke("report", run, "-o", out)
-    check(code, err)
+    verify(code, err)
     if code == 2:
         assert not (out / "report.md").exists(), "half-written report"
-    check(*invoke("compare", run, demo_run)[::2])
+    verify(*invoke("compare", run, demo_run)[::2])
     preds = fresh(scratch, "p.jsonl")
     code, _, err = invoke("export-predictions", run, "-o", preds)
-    check(code, err)
+    verify(code, err)
     code, _, err = invoke("run", "-d", "demo", "-s", "toy_systems:KeywordToy", "--no-progress",
                           "-o", run.parent)  # resume over the damaged folder
     check(code, err)
@@ -150,13 +168,14 @@ PREDICTIONS = [json.dumps({"item_id": d.id, "aligned": True, "evidence": []})
                for d in DEMO.drafts]
 
 
-@given(lines=mutated_text_lines(PREDICTIONS))
+@given(damaged=damaged_text_lines(PREDICTIONS))
 @CHEAP
-def test_score_predictions(scratch, lines):
+def test_score_predictions(scratch, damaged):
+    lines, damage = damaged
     preds = put(scratch, "p.jsonl", "\n".join(lines))
     out = fresh(scratch, "o")
     code, _, err = invoke("score-predictions", preds, "-d", "demo", "-o", out)
-    check(code, err)
+    check_names_damage(code, err, damage, lines)
     if code == 2:
         assert not (out / "report.md").exists()
 
@@ -168,13 +187,18 @@ def test_audit_with_damaged_traces(scratch, trace_dir, data):
     shutil.copytree(trace_dir, bad)
     name = data.draw(st.sampled_from(["traces.jsonl", "gold.jsonl", "lineage.jsonl"]))
     lines = (bad / name).read_text().splitlines()
+    verify = check
     if data.draw(st.booleans()):
-        (bad / name).write_text("\n".join(data.draw(mutated_text_lines(lines))))
+        damaged, damage = data.draw(damaged_text_lines(lines))
+        (bad / name).write_text("\n".join(damaged))
+
+        def verify(code: int, err: str) -> None:
+            check_names_damage(code, err, damage, damaged)
     else:
         (bad / name).write_bytes(data.draw(mutated_bytes("\n".join(lines).encode())))
     out = fresh(scratch, "audit")
     code, _, err = invoke("audit", bad, trace_dir, "--resamples", "20", "-o", out)
-    check(code, err)
+    verify(code, err)
 
 
 CASE = {"case_id": "c1", "run": "r", "query_id": "q", "conversation": "c", "category": "1",
@@ -187,6 +211,7 @@ CASE = {"case_id": "c1", "run": "r", "query_id": "q", "conversation": "c", "cate
        labels=mutated_bytes(b"case_id,rater,label\nc1,ann,supports\nc1,bo,partial\n"))
 @CHEAP
 def test_audit_labels(scratch, cases, labels):
+    # both files are damaged, so only `check`: the one line may rightly name the labels CSV
     out = fresh(scratch, "sem.json")
     code, _, err = invoke("audit", "labels", put(scratch, "c.jsonl", "\n".join(cases)),
                           put(scratch, "l.csv", labels), "-o", out)
@@ -288,3 +313,111 @@ def test_annotate_agreement_and_adjudicate(scratch, demo_key, answers, kappa):
     decisions = put(scratch, "queue.csv", answers)
     check(*invoke("annotate", "adjudicate", demo_key, queue, decisions, "-o",
                   fresh(scratch, "next.json"))[::2])
+
+
+# -- audit native and build cs ----------------------------------------------------------------
+
+# One conversation, lexical only, one density, 20 resamples: each example traces 3 questions over
+# 6 turns, a fraction of a second. (Dense would load a sentence model; the matrix is the same
+# code for both retrievers.)
+NATIVE_SMALL = ["--retriever", "lexical", "--max-facts", "1", "--resamples", "20", "-k", "5",
+                "--conversation", "conv-1"]
+
+
+def _native_output_is_whole(out: Path) -> None:
+    """Exit 2 leaves no audit behind: the audit is written only after every trace succeeded."""
+    assert not (out / "audit" / "audit.json").exists(), "half-written native audit"
+
+
+@given(doc=mutated_json(mini_locomo(1)))
+@CHEAP
+def test_audit_native_with_a_damaged_locomo(scratch, doc):
+    locomo = put(scratch, "locomo10.json", json.dumps(doc))
+    out = fresh(scratch, "native")
+    code, _, err = invoke("audit", "native", "--locomo", locomo, "-o", out, *NATIVE_SMALL)
+    check(code, err)
+    if code == 2:
+        _native_output_is_whole(out)
+
+
+NATIVE_VALID = {"--retriever": "lexical", "--max-facts": "1", "-k": "5",
+                "--conversation": "conv-1", "--resamples": "20", "--seed": "1"}
+
+
+@given(damaged=st.lists(st.sampled_from(sorted(NATIVE_VALID)), min_size=1, max_size=2,
+                        unique=True),
+       value=ODD | st.sampled_from(["dense-ish", "conv-2", "0"]), data=st.data())
+@CHEAP
+def test_audit_native_option_values(scratch, damaged, value, data):
+    # one or two options damaged, the rest valid: were all damaged at once, the first check
+    # would refuse every example and the later checks would never run
+    options = dict(NATIVE_VALID)
+    for flag in damaged:
+        options[flag] = value if flag == damaged[0] else data.draw(ODD)
+    locomo = put(scratch, "locomo10.json", json.dumps(mini_locomo(1)))
+    out = fresh(scratch, "native")
+    code, _, err = invoke("audit", "native", "--locomo", locomo, "-o", out,
+                          *itertools.chain.from_iterable(options.items()))
+    check(code, err)
+    if code == 2:
+        _native_output_is_whole(out)
+
+
+ODD_PATHS = st.sampled_from(["", ".", "/", "/proc/version/x.json", "/dev/null", "exists-as-dir",
+                             "under-a-file/key.json", "a" * 300 + ".json", "[/].json",
+                             "\x1b[2J.json", "ok.json"])
+
+
+@given(damaged=st.lists(st.sampled_from(["version", "seed", "out", "paraphrase", "model"]),
+                        max_size=2, unique=True),
+       version=ODD | st.sampled_from(["2.0", "1.0", "3.0", "2"]), seed=ODD | st.just("7"),
+       out=ODD_PATHS, paraphrase=st.sampled_from(["http://127.0.0.1:9/v1", "[/]", ""]),
+       model=st.sampled_from(["m", "", "[/]"]))
+@CHEAP
+def test_build_cs_option_values(scratch, monkeypatch, damaged, version, seed, out, paraphrase,
+                                model):
+    """The options of `twist build cs`, none, one or two of them odd (all at once, the first
+    check would refuse every example). A whole build takes minutes, so the builders are
+    replaced by a recorder: what is asserted is that every option is checked before a builder
+    runs (one line, exit 2) and that a builder is only ever called with checked values. The
+    builds themselves are tested in tests/itemgen/test_cs2_key.py and test_gates.py."""
+    from twistbench.itemgen import cs2, cs_workspace
+
+    calls: list[dict] = []
+
+    class Passed:
+        passes = True
+
+    def build_2(**kw):
+        calls.append(kw)
+        return "0" * 64
+
+    def build_1(**kw):
+        calls.append(kw)
+        return "0" * 64, Passed()
+
+    monkeypatch.setattr(cs2, "run_build", build_2)
+    monkeypatch.setattr(cs_workspace, "run_build_cs", build_1)
+    folder = fresh(scratch, "cs")
+    folder.mkdir()
+    (folder / "exists-as-dir").mkdir()
+    (folder / "under-a-file").write_text("x")
+    target = out if out.startswith("/") or not out else str(folder / out)
+    args = ["build", "cs", "--version", version if "version" in damaged else "2.0",
+            "--seed", seed if "seed" in damaged else "7",
+            "-o", target if "out" in damaged else str(folder / "ok.json")]
+    if "paraphrase" in damaged:
+        args += ["--paraphrase", paraphrase]
+    if "model" in damaged:
+        args += ["--model", model]
+    code, _, err = invoke(*args)
+    check(code, err)
+    if code == 2:
+        assert not calls, "a builder ran with options the command then refused"
+    for kw in calls:
+        assert isinstance(kw["seed"], int) and kw["seed"] >= 0, kw
+        # the key writer creates missing folders; the nearest existing one must be a folder
+        written = Path(kw["out"])
+        nearest = next(p for p in written.parents if p.exists())
+        assert not written.is_dir() and nearest.is_dir(), kw
+        assert kw.get("paraphrase") is None or ("version" in damaged and version == "1.0"), kw

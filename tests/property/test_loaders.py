@@ -10,7 +10,15 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mutations import budget, mini_locomo, mutated_bytes, mutated_json, mutated_text_lines
+from mutations import (
+    assert_error_names_damage,
+    budget,
+    damaged_text_lines,
+    mini_locomo,
+    mutated_bytes,
+    mutated_json,
+    mutated_text_lines,
+)
 
 from twistbench.audit.contested import read_cases, read_labels
 from twistbench.audit.traces import read_gold, read_lineage, read_traces
@@ -46,9 +54,25 @@ def loads_or_input_error(fn, path: Path) -> None:
     try:
         fn(path)
     except InputError as exc:
-        assert str(exc).strip() and exc.file, exc
-        assert str(path) in exc.file or exc.file.startswith("-") or exc.file == "items.jsonl" \
-            or Path(exc.file).parent == path.parent or Path(exc.file) == path, exc
+        _names_the_file(exc, path)
+
+
+def _names_the_file(exc: InputError, path: Path) -> None:
+    assert str(exc).strip() and exc.file, exc
+    assert str(path) in exc.file or exc.file.startswith("-") or exc.file == "items.jsonl" \
+        or Path(exc.file).parent == path.parent or Path(exc.file) == path, exc
+
+
+def loads_or_names_damage(fn, scratch: Path, name: str, damaged: tuple) -> None:
+    """`loads_or_input_error` for a JSON-lines file with one damaged line: the error also names
+    that line (or its record) and the damaged field."""
+    lines, damage = damaged
+    path = write(scratch, name, "\n".join(lines))
+    try:
+        fn(path)
+    except InputError as exc:
+        _names_the_file(exc, path)
+        assert_error_names_damage(str(exc), damage, lines)
 
 
 DEMO = demo_dataset()
@@ -99,9 +123,9 @@ PREDICTIONS = [json.dumps({"item_id": d.id, "aligned": d.label != "contradicting
                            "evidence": list(d.evidence)}) for d in DEMO.drafts]
 
 
-@given(lines=mutated_text_lines(PREDICTIONS))
-def test_predictions(scratch, lines):
-    loads_or_input_error(read_predictions, write(scratch, "p.jsonl", "\n".join(lines)))
+@given(damaged=damaged_text_lines(PREDICTIONS))
+def test_predictions(scratch, damaged):
+    loads_or_names_damage(read_predictions, scratch, "p.jsonl", damaged)
 
 
 ERRATA = [{"question_id": "locomo_0_qa0", "correct_answer": "Porto",
@@ -190,17 +214,25 @@ TREC = [f"q{i} Q0 m{j} {j + 1} {1.0 - j / 10} run" for i in range(2) for j in ra
 GOLD = [json.dumps({"query_id": f"q{i}", "conversation": "c", "anchors": ["t1"],
                     "category": "1", "question": "?", "answer": "a"}) for i in range(3)]
 LINEAGE = [json.dumps({"memory_id": f"m{j}", "conversation": "c", "sources": ["t1"],
-                       "is_raw": True, "is_canonical": False}) for j in range(3)]
+                       "raw": True, "canonical": False}) for j in range(3)]
 
 
-@given(lines=mutated_text_lines(TRACES))
-def test_jsonl_traces(scratch, lines):
-    loads_or_input_error(read_traces, write(scratch, "traces.jsonl", "\n".join(lines)))
+@pytest.mark.parametrize(("reader", "name", "lines"), [
+    (read_traces, "traces.jsonl", TRACES), (read_traces, "run.trec", TREC),
+    (read_gold, "gold.jsonl", GOLD), (read_lineage, "lineage.jsonl", LINEAGE)])
+def test_the_undamaged_inputs_load(scratch, reader, name, lines):
+    # a damage can only be blamed on its line when every other line is valid
+    reader(write(scratch, name, "\n".join(lines)))
 
 
-@given(lines=mutated_text_lines(TREC))
-def test_trec_runs(scratch, lines):
-    loads_or_input_error(read_traces, write(scratch, "run.trec", "\n".join(lines)))
+@given(damaged=damaged_text_lines(TRACES))
+def test_jsonl_traces(scratch, damaged):
+    loads_or_names_damage(read_traces, scratch, "traces.jsonl", damaged)
+
+
+@given(damaged=damaged_text_lines(TREC))
+def test_trec_runs(scratch, damaged):
+    loads_or_names_damage(read_traces, scratch, "run.trec", damaged)
 
 
 @given(data=mutated_bytes("\n".join(TRACES).encode()))
@@ -208,14 +240,14 @@ def test_trace_bytes(scratch, data):
     loads_or_input_error(read_traces, write(scratch, "traces.jsonl", data))
 
 
-@given(lines=mutated_text_lines(GOLD))
-def test_gold(scratch, lines):
-    loads_or_input_error(read_gold, write(scratch, "gold.jsonl", "\n".join(lines)))
+@given(damaged=damaged_text_lines(GOLD))
+def test_gold(scratch, damaged):
+    loads_or_names_damage(read_gold, scratch, "gold.jsonl", damaged)
 
 
-@given(lines=mutated_text_lines(LINEAGE))
-def test_lineage(scratch, lines):
-    loads_or_input_error(read_lineage, write(scratch, "lineage.jsonl", "\n".join(lines)))
+@given(damaged=damaged_text_lines(LINEAGE))
+def test_lineage(scratch, damaged):
+    loads_or_names_damage(read_lineage, scratch, "lineage.jsonl", damaged)
 
 
 CASE = {"case_id": "c1", "run": "r", "query_id": "q", "conversation": "c", "category": "1",
@@ -224,9 +256,9 @@ CASE = {"case_id": "c1", "run": "r", "query_id": "q", "conversation": "c", "cate
         "credited_rank": 1, "rank_bucket": "1", "source_first_hit": 1}
 
 
-@given(lines=mutated_text_lines([json.dumps(CASE)]))
-def test_contested_cases(scratch, lines):
-    loads_or_input_error(read_cases, write(scratch, "cases.jsonl", "\n".join(lines)))
+@given(damaged=damaged_text_lines([json.dumps(CASE)]))
+def test_contested_cases(scratch, damaged):
+    loads_or_names_damage(read_cases, scratch, "cases.jsonl", damaged)
 
 
 RATERS = "case_id,rater,label,note\nc1,ann,supports,fine\nc1,bo,partial,\n"

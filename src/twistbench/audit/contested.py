@@ -23,7 +23,7 @@ import json
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +111,22 @@ def write_cases(path: str | Path, cases: Iterable[ContestedCase]) -> int:
     return n
 
 
+# the annotations of ContestedCase (strings: `from __future__ import annotations`)
+_CASE_FIELD_TYPES = {"str": str, "int": int, "list[str]": (list, str),
+                     "dict[str, str]": (dict, str)}
+
+
+def _is_a(value: Any, want: Any) -> bool:
+    if want is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if want is str:
+        return isinstance(value, str)
+    container, item = want
+    if container is list:
+        return isinstance(value, list) and all(isinstance(v, item) for v in value)
+    return isinstance(value, dict) and all(isinstance(v, item) for v in value.values())
+
+
 def read_cases(path: str | Path) -> list[ContestedCase]:
     path = Path(path)
     out: list[ContestedCase] = []
@@ -120,6 +136,20 @@ def read_cases(path: str | Path) -> list[ContestedCase]:
             continue
         obj = load_json(line, str(path), f"line {lineno}",
                         expected="a line written by write_cases")
+        if isinstance(obj, dict):  # name the field, not the dataclass's TypeError
+            known = {f.name: f for f in fields(ContestedCase)}
+            missing = [n for n, f in known.items() if n not in obj and f.default is MISSING
+                       and f.default_factory is MISSING]
+            extra = [k for k in obj if k not in known]
+            if missing or extra:
+                raise InputError(str(path), "missing" if missing else "no such field",
+                                 where=f"line {lineno}", field=str((missing or extra)[0]),
+                                 expected="a line written by write_cases")
+            for name, value in obj.items():  # ids and labels become dict keys later
+                want = _CASE_FIELD_TYPES[known[name].type]
+                if not _is_a(value, want):
+                    raise InputError(str(path), f"is {value!r}"[:200], where=f"line {lineno}",
+                                     field=name, expected=known[name].type)
         try:
             out.append(ContestedCase(**obj))
         except (TypeError, ValueError) as exc:

@@ -130,6 +130,13 @@ def native_matrix(locomo_path: str | Path, out_dir: str | Path,
     if not retrievers or not max_facts:
         raise InputError("--retriever/--max-facts", "nothing to run",
                          expected="at least one retriever and one density")
+    for r in retrievers:  # checked before any trace is written (NativeStore raises ValueError)
+        if r not in RETRIEVERS:
+            raise InputError("--retriever", f"unknown retriever {r!r}",
+                             expected=" or ".join(RETRIEVERS))
+    for f in max_facts:
+        if isinstance(f, bool) or not isinstance(f, int) or f < 1:
+            raise InputError("--max-facts", f"density {f!r}", expected="an integer >= 1")
     dataset = locomo_dataset(locomo_path)
     corpus = corpus_from_dataset(dataset)
     out = Path(out_dir)

@@ -112,14 +112,23 @@ def load_run(folder: str | Path, dataset: Dataset | None = None, locomo: Path | 
         raise InputError(where, exc.message, field="judge.name", expected=exc.expected) from exc
     scores = score_run(dataset, records, caps, keys=ran, judge=judge,
                        source=str(folder / "items.jsonl"))
-    scores.answerer = answerer_used(manifest.get("answerer"), records)
+    recorded_answerer = manifest.get("answerer")
+    if recorded_answerer is not None and not isinstance(recorded_answerer, dict):
+        raise InputError(where, f"is a {type(recorded_answerer).__name__}", field="answerer",
+                         expected="an object (name, version, model) written by twist run")
+    scores.answerer = answerer_used(recorded_answerer, records)
     for k in TRACK_ORDER:
         if k not in ran:
             reason = plan.get(k, "not run")
             reason = reason[5:] if reason.startswith("N/A: ") else reason
             scores.tracks[k] = TrackResult.not_applicable(k, TRACKS[k].title, reason)
     name = name or display_name(manifest, folder)
-    info = JudgeInfo.from_manifest(manifest.get("judge"), judge)
+    try:
+        info = JudgeInfo.from_manifest(manifest.get("judge"), judge)
+    except (AttributeError, TypeError, ValueError) as exc:  # a hand-edited calibration record
+        raise InputError(where, f"unreadable judge record ({type(exc).__name__}: {exc})",
+                         field="judge.calibration",
+                         expected="the judge record twist run wrote") from exc
     entry = ProfileEntry(system=name, scores=scores, run=str(folder), judge=info)
     # the item browser sees the records as scoring did: a failed ingest's items are errors
     return entry, RunData(name=name, dataset=dataset, records=charge_ingest_failures(records),
