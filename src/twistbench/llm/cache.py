@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -28,9 +27,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Self, TypeVar
 
+from twistbench.sqlite_wal import create_schema, open_wal, retry_busy
+
 SCHEMA_VERSION = "1"
 TRANSPORT_ONLY_FIELDS = frozenset({"stream", "stream_options"})
-_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 T = TypeVar("T")
 
 
@@ -90,60 +90,25 @@ class ResponseCache:
         return conn
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
-                               check_same_thread=False)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise sqlite3.OperationalError(
-                    f"{self.path}: the cache needs WAL journal mode, SQLite gave {mode!r}")
-            conn.execute("PRAGMA synchronous = NORMAL")
-        except BaseException:
-            conn.close()
-            raise
+        conn = open_wal(self.path, self.busy_timeout_s, "cache")
         with self._lock:
             self._connections.append((os.getpid(), conn))
         return conn
 
     def _create_schema(self) -> None:
-        conn = self._conn()
-        # Read first: opening an existing cache takes no write lock.
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-            # One transaction, so another process never sees the tables without their row.
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute(
-                    "CREATE TABLE IF NOT EXISTS responses ("
-                    " key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL,"
-                    " response TEXT NOT NULL, created_at REAL NOT NULL)")
-                conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        found = conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
-        if found is None or found[0] != SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(
-                f"{self.path}: cache schema {found[0] if found else 'unknown'}, this version "
-                f"reads {SCHEMA_VERSION}; use another cache file")
+        create_schema(self._conn(),
+                      "CREATE TABLE IF NOT EXISTS responses ("
+                      " key TEXT PRIMARY KEY, model TEXT NOT NULL, request TEXT NOT NULL,"
+                      " response TEXT NOT NULL, created_at REAL NOT NULL)",
+                      SCHEMA_VERSION, self.path, "cache")
 
     def _retrying(self, op: Callable[[], T]) -> T:
         """Run `op`, retrying SQLITE_BUSY/LOCKED errors the busy handler let through."""
-        for attempt in range(self.busy_retries + 1):
-            try:
-                return op()
-            except sqlite3.OperationalError as exc:
-                code = getattr(exc, "sqlite_errorcode", None)
-                busy = (code is not None and (code & 0xFF) in _BUSY_CODES) or (
-                    code is None and ("locked" in str(exc) or "busy" in str(exc)))
-                if not busy or attempt == self.busy_retries:
-                    raise
-                with self._lock:
-                    self.busy_waits += 1
-                self._sleep(random.uniform(0, min(1.0, 0.01 * 2 ** attempt)))
-        raise AssertionError("unreachable")
+        return retry_busy(op, self.busy_retries, self._sleep, on_wait=self._count_wait)
+
+    def _count_wait(self) -> None:
+        with self._lock:
+            self.busy_waits += 1
 
     # -- the cache --------------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import random
 import sqlite3
 import threading
 import time
@@ -33,10 +32,11 @@ from typing import TypeVar
 
 import numpy as np
 
+from twistbench.sqlite_wal import create_schema, open_wal, retry_busy
+
 ENV_CACHE = "TWIST_EMBED_CACHE"
 DEFAULT_CACHE = ".twistbench-cache/embeddings.sqlite3"
 SCHEMA_VERSION = "1"
-_BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _SQL_VARS = 500  # keys per SELECT ... IN (...), below SQLite's smallest variable limit (999)
 T = TypeVar("T")
 
@@ -86,50 +86,15 @@ class EmbeddingCache:
         return conn
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None,
-                               check_same_thread=False)
-        try:
-            conn.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_s * 1000)}")
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                raise sqlite3.OperationalError(f"{self.path}: needs WAL journal mode, got {mode}")
-            conn.execute("PRAGMA synchronous = NORMAL")
-        except BaseException:
-            conn.close()
-            raise
-        return conn
+        return open_wal(self.path, self.busy_timeout_s, "embedding cache")
 
     def _create_schema(self) -> None:
-        conn = self._conn()
-        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'meta'").fetchone():
-            conn.execute("BEGIN IMMEDIATE")  # tables and schema row appear together
-            try:
-                conn.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, "
-                             "vector BLOB NOT NULL) WITHOUT ROWID")
-                conn.execute("CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT)")
-                conn.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (SCHEMA_VERSION,))
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        found = conn.execute("SELECT value FROM meta WHERE name = 'schema'").fetchone()
-        if found is None or found[0] != SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(f"{self.path}: embedding cache schema "
-                                        f"{found[0] if found else 'unknown'}, this version reads "
-                                        f"{SCHEMA_VERSION}")
+        create_schema(self._conn(), "CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, "
+                      "vector BLOB NOT NULL) WITHOUT ROWID", SCHEMA_VERSION, self.path,
+                      "embedding cache")
 
     def _retrying(self, op: Callable[[], T]) -> T:
-        for attempt in range(self.busy_retries + 1):
-            try:
-                return op()
-            except sqlite3.OperationalError as exc:
-                code = getattr(exc, "sqlite_errorcode", None)
-                busy = (code is not None and (code & 0xFF) in _BUSY_CODES) or (
-                    code is None and ("locked" in str(exc) or "busy" in str(exc)))
-                if not busy or attempt == self.busy_retries:
-                    raise
-                self._sleep(random.uniform(0, min(1.0, 0.01 * 2 ** attempt)))
-        raise AssertionError("unreachable")
+        return retry_busy(op, self.busy_retries, self._sleep)
 
     def get_many(self, model_id: str, texts: Sequence[str]) -> dict[str, np.ndarray]:
         """The stored vectors of those texts that have one (text -> vector)."""
