@@ -27,12 +27,21 @@ import gc
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from itertools import chain, groupby, repeat
 from typing import ParamSpec, TypeVar
 
 import numpy as np
 
-from twistbench.audit.traces import Gold, Lineage, TraceRun
+from twistbench.audit.traces import (
+    Gold,
+    Lineage,
+    TraceRun,
+    iter_gold_columns,
+    iter_lineage_columns,
+    read_gold,
+    read_lineage,
+)
 
 TARGETS: tuple[str, ...] = ("raw", "src", "can")
 TARGET_LABELS = {"raw": "Raw", "src": "Source", "can": "Canonical"}
@@ -67,149 +76,298 @@ def _no_gc(fn: Callable[P, R]) -> Callable[P, R]:
 @dataclass
 class CodedLineage:
     """A store's lineage as integer arrays. Memory codes number (conversation, memory id)
-    instances, contiguously per conversation; the same id in two conversations is two codes."""
+    instances, contiguously per conversation; the same id in two conversations is two codes.
 
-    mem_codes: dict[str, dict[str, int]]  # conversation -> memory id -> code
-    anchor_codes: dict[str, dict[str, int]]  # conversation -> anchor -> code
-    conv_range: dict[str, tuple[int, int]]  # conversation -> (first code, number of memories)
+    Conversation c's memories are codes conv_start[c] .. conv_start[c + 1] - 1; mem_local[c]
+    maps a memory id to its position in that range. The local positions are shared int
+    objects (one list for every conversation), so a store of millions of memories costs its
+    id strings and the dict tables, not an int object per memory. An anchor is coded by a
+    vocabulary of anchor strings shared by all conversations (turn ids such as "D1:3" repeat
+    across conversations); the key of an anchor of conversation c is c * n_vocab + vocab code.
+    Conversation code len(convs) stands for a conversation the store does not have (no memory).
+    """
+
+    convs: dict[str, int]  # conversation -> code, in order of first appearance
+    conv_start: np.ndarray  # (C + 2,) first memory code of each conversation code
+    mem_local: list[dict[str, int]]  # per conversation code: memory id -> local position
+    anchor_vocab: dict[str, int]  # anchor -> vocabulary code
     mem_raw: np.ndarray  # (M,) raw flag per memory code
     mem_can: np.ndarray  # (M,) canonical flag per memory code
-    edge_anchor: np.ndarray  # one edge per (memory, source anchor), sorted by anchor code
-    edge_mem: np.ndarray
-    conv_of: list[str]  # code -> conversation
-    memory_id: list[str]  # code -> memory id
+    edge_anchor: np.ndarray  # one edge per (memory, source anchor): anchor key, sorted
+    edge_mem: np.ndarray  # the edge's memory code
+    rows: int = 0  # lineage rows read
 
     @property
     def n_mem(self) -> int:
-        return max(len(self.memory_id), 1)
+        return max(int(self.conv_start[-1]), 1)
+
+    @property
+    def n_vocab(self) -> int:
+        return max(len(self.anchor_vocab), 1)
+
+    def conv_code(self, conversation: str) -> int:
+        return self.convs.get(conversation, len(self.convs))
+
+    def memory_ids(self) -> list[str]:
+        """Code -> memory id (built on demand: only the TREC export needs it)."""
+        out: list[str] = []
+        for d in self.mem_local:
+            out.extend(d)  # a dict keeps insertion order = local position order
+        return out
+
+
+_SHARED_INTS: list[int] = []
+
+
+def _shared_ints(n: int) -> list[int]:
+    """range(n) as one list of int objects reused by every conversation's dict."""
+    if len(_SHARED_INTS) < n:
+        _SHARED_INTS.extend(range(len(_SHARED_INTS), max(n, 2 * len(_SHARED_INTS))))
+    return _SHARED_INTS
+
+
+class LineageCoder:
+    """Builds a CodedLineage from column batches of lineage rows, in any row order."""
+
+    def __init__(self) -> None:
+        self.convs: dict[str, int] = {}
+        self.mem_local: list[dict[str, int]] = []
+        self.vocab: dict[str, int] = {}
+        self.row_conv = array("i")
+        self.row_local = array("i")
+        self.raw = array("b")
+        self.can = array("b")
+        self.edge_conv = array("i")
+        self.edge_vocab = array("i")
+        self.edge_row = array("q")
+
+    def add(self, convs: Sequence[str], mids: Sequence[str], sources: Sequence[Sequence[str]],
+            raw: Sequence[bool], can: Sequence[bool]) -> None:
+        """One batch; ValueError on a memory id repeated within a conversation."""
+        n = len(mids)
+        row0 = len(self.row_conv)
+        for c in dict.fromkeys(convs):
+            if c not in self.convs:
+                self.convs[c] = len(self.convs)
+                self.mem_local.append({})
+        cc = array("i", map(self.convs.__getitem__, convs))
+        pos = 0
+        for code, grp in groupby(cc):  # runs of one conversation
+            size = len(list(grp))
+            d = self.mem_local[code]
+            start = len(d)
+            ints = _shared_ints(start + size)
+            d.update(zip(mids[pos:pos + size], ints[start:start + size]))
+            if len(d) != start + size:
+                raise ValueError(f"memory id repeated in conversation "
+                                 f"{next(k for k, v in self.convs.items() if v == code)!r}")
+            self.row_local.extend(ints[start:start + size])
+            pos += size
+        self.row_conv.extend(cc)
+        self.raw.extend(map(bool, raw))
+        self.can.extend(map(bool, can))
+        flat = list(chain.from_iterable(sources))
+        vocab = self.vocab
+        for a in dict.fromkeys(flat):
+            if a not in vocab:
+                vocab[a] = len(vocab)
+        self.edge_vocab.extend(map(vocab.__getitem__, flat))
+        lens = np.fromiter(map(len, sources), dtype=np.int64, count=n)
+        self.edge_row.extend(np.repeat(np.arange(row0, row0 + n, dtype=np.int64), lens).tolist())
+        self.edge_conv.extend(np.repeat(np.frombuffer(cc, dtype=np.int32) if n else
+                                        np.zeros(0, np.int32), lens).tolist())
+
+    def done(self) -> CodedLineage:
+        sizes = np.fromiter(map(len, self.mem_local), dtype=np.int64, count=len(self.mem_local))
+        conv_start = np.zeros(len(sizes) + 2, dtype=np.int64)
+        np.cumsum(sizes, out=conv_start[1:-1])
+        conv_start[-1] = conv_start[-2]  # the store-less conversation: no memory
+        rc = _np(self.row_conv, np.int32)
+        code = conv_start[rc] + _np(self.row_local, np.int32)
+        m = int(conv_start[-1])
+        raw = np.zeros(m, dtype=bool)
+        can = np.zeros(m, dtype=bool)
+        raw[code] = _np(self.raw, np.int8).astype(bool)
+        can[code] = _np(self.can, np.int8).astype(bool)
+        v = max(len(self.vocab), 1)
+        key = _np(self.edge_conv, np.int32).astype(np.int64) * v + _np(self.edge_vocab, np.int32)
+        mem = code[_np(self.edge_row, np.int64)] if m else np.zeros(0, np.int64)
+        order = np.lexsort((mem, key))
+        key, mem = key[order], mem[order]
+        if key.size > 1:  # a source listed twice for one memory is one edge
+            keep = np.concatenate(([True], (key[1:] != key[:-1]) | (mem[1:] != mem[:-1])))
+            key, mem = key[keep], mem[keep]
+        return CodedLineage(self.convs, conv_start, self.mem_local, self.vocab, raw, can, key,
+                            mem, len(rc))
+
+
+def _np(buf: array, dtype: type) -> np.ndarray:
+    return np.frombuffer(buf, dtype=dtype) if len(buf) else np.zeros(0, dtype=dtype)
 
 
 @_no_gc
 def code_lineage(lineage: Lineage) -> CodedLineage:
-    """Integer-code a lineage into arrays (column-wise, C-level dict/zip/map calls).
+    """Integer-code a lineage held in memory (the same coder as read_coded_lineage).
 
     Raises ValueError on a memory id repeated within a conversation (read_lineage reports the
     same defect as an InputError with the line number).
     """
     rows = lineage.rows
-    n = len(rows)
-    convs = [r.conversation for r in rows]
-    # Rows of one conversation may be scattered: order them by conversation (stable) so that
-    # every conversation's memory codes are one contiguous range.
-    runs: dict[str, list[tuple[int, int]]] = {}
-    pos = 0
-    for conv, grp in groupby(convs):
-        size = len(list(grp))
-        runs.setdefault(conv, []).append((pos, pos + size))
-        pos += size
-    if all(len(v) == 1 for v in runs.values()):
-        order = None
-        rows_o = rows
-    else:
-        order = [i for spans in runs.values() for lo, hi in spans for i in range(lo, hi)]
-        rows_o = [rows[i] for i in order]
-    convs_o = [r.conversation for r in rows_o] if order is not None else convs
-    mids = [r.memory_id for r in rows_o]
-    srcs = [r.sources for r in rows_o]
-    raw = np.array([r.raw for r in rows_o], dtype=bool)
-    can = np.array([r.canonical for r in rows_o], dtype=bool)
-    lens = np.fromiter(map(len, srcs), dtype=np.int64, count=n)
-    flat = list(chain.from_iterable(srcs))
-    e_off = np.concatenate(([0], np.cumsum(lens)))
-    mem_codes: dict[str, dict[str, int]] = {}
-    anchor_codes: dict[str, dict[str, int]] = {}
-    conv_range: dict[str, tuple[int, int]] = {}
-    e_a: list[int] = []
-    n_anchor = 0
-    lo = 0
-    for conv, spans in runs.items():
-        hi = lo + sum(b - a for a, b in spans)
-        mdict = dict(zip(mids[lo:hi], range(lo, hi)))
-        if len(mdict) != hi - lo:
-            seen: set[str] = set()
-            for m in mids[lo:hi]:
-                if m in seen:
-                    raise ValueError(f"memory id {m!r} repeated in conversation {conv!r}")
-                seen.add(m)
-        mem_codes[conv] = mdict
-        conv_range[conv] = (lo, hi - lo)
-        group = flat[int(e_off[lo]):int(e_off[hi])]
-        adict = dict(zip(dict.fromkeys(group), range(n_anchor, n_anchor + len(group))))
-        n_anchor += len(adict)
-        anchor_codes[conv] = adict
-        e_a.extend(map(adict.__getitem__, group))
-        lo = hi
-    ea = np.asarray(e_a, dtype=np.int64)
-    em = np.repeat(np.arange(n, dtype=np.int64), lens)
-    if any(len(set(s)) != len(s) for s in srcs if len(s) > 1):
-        # a source listed twice for one memory is one edge
-        key = np.unique(ea * max(n, 1) + em)
-        ea, em = key // max(n, 1), key % max(n, 1)
-    order_e = np.argsort(ea, kind="stable")
-    return CodedLineage(mem_codes, anchor_codes, conv_range, raw, can, ea[order_e],
-                        em[order_e], convs_o, mids)
+    coder = LineageCoder()
+    coder.add([r.conversation for r in rows], [r.memory_id for r in rows],
+              [r.sources for r in rows], [r.raw for r in rows], [r.canonical for r in rows])
+    return coder.done()
+
+
+@_no_gc
+def read_coded_lineage(path: str | Path) -> CodedLineage:
+    """Read and code a lineage file batch by batch, never holding its rows as objects.
+    InputError (through read_lineage, which names the line) on any defect."""
+    coder = LineageCoder()
+    try:
+        for cols in iter_lineage_columns(path):
+            coder.add(cols.conversations, cols.memory_ids, cols.sources, cols.raw,
+                      cols.canonical)
+    except ValueError:
+        read_lineage(path)  # raises the InputError naming the repeated id's line
+        raise
+    return coder.done()
+
+
+@dataclass
+class CodedGold:
+    """Gold queries coded against one store: conversation codes and anchor keys (CSR)."""
+
+    qids: list[str]  # gold order
+    index: dict[str, int]  # query id -> gold index
+    conv: np.ndarray  # (G,) conversation code (CodedLineage.conv_code)
+    categories: list[str]
+    anchor_off: np.ndarray  # (G + 1,) query g's anchor keys are anchor_key[off[g]:off[g + 1]]
+    anchor_key: np.ndarray  # anchors that some memory derives from, one per (query, anchor)
+
+
+class GoldCoder:
+    def __init__(self, lineage: CodedLineage) -> None:
+        self.lineage = lineage
+        self.qids: list[str] = []
+        self.conv = array("i")
+        self.cats: list[str] = []
+        self.cat_cache: dict[str, str] = {}
+        self.q_of_anchor = array("q")
+        self.anchor_key = array("q")
+
+    def add(self, qids: Sequence[str], convs: Sequence[str], anchors: Sequence[Sequence[str]],
+            categories: Sequence[str]) -> None:
+        cl = self.lineage
+        q0 = len(self.qids)
+        self.qids.extend(qids)
+        cc = np.fromiter(map(cl.conv_code, convs), dtype=np.int64, count=len(convs))
+        self.conv.extend(cc.astype(np.int32).tolist())
+        self.cats.extend(map(self.cat_cache.setdefault, categories, categories))
+        lens = np.fromiter(map(len, anchors), dtype=np.int64, count=len(anchors))
+        voc = np.fromiter(map(cl.anchor_vocab.get, chain.from_iterable(anchors), repeat(-1)),
+                          dtype=np.int64, count=int(lens.sum()))
+        qrep = np.repeat(np.arange(len(qids), dtype=np.int64), lens)
+        known = voc >= 0  # an anchor no memory derives from cannot make anything eligible
+        qk = qrep[known]
+        keys = cc[qk] * cl.n_vocab + voc[known]
+        self.q_of_anchor.extend((qk + q0).tolist())
+        self.anchor_key.extend(keys.tolist())
+
+    def done(self) -> CodedGold:
+        g = len(self.qids)
+        index = dict(zip(self.qids, range(g)))
+        if len(index) != g:
+            raise ValueError("a query id appears twice")
+        q = _np(self.q_of_anchor, np.int64)
+        key = _np(self.anchor_key, np.int64)
+        if key.size > 1:  # an anchor listed twice for one query is one anchor
+            order = np.lexsort((key, q))
+            q, key = q[order], key[order]
+            keep = np.concatenate(([True], (q[1:] != q[:-1]) | (key[1:] != key[:-1])))
+            q, key = q[keep], key[keep]
+        off = np.zeros(g + 1, dtype=np.int64)
+        np.cumsum(np.bincount(q, minlength=g), out=off[1:])
+        return CodedGold(self.qids, index, _np(self.conv, np.int32).astype(np.int64),
+                         self.cats, off, key)
+
+
+@_no_gc
+def code_gold(gold: Gold, lineage: CodedLineage) -> CodedGold:
+    """Code gold queries held in memory (the same coder as read_coded_gold)."""
+    gs = list(gold.queries.values())
+    coder = GoldCoder(lineage)
+    coder.add([g.query_id for g in gs], [g.conversation for g in gs], [g.anchors for g in gs],
+              [g.category for g in gs])
+    return coder.done()
+
+
+@_no_gc
+def read_coded_gold(path: str | Path, lineage: CodedLineage) -> CodedGold:
+    """Read and code a gold file batch by batch; InputError (through read_gold) on a defect."""
+    coder = GoldCoder(lineage)
+    for cols in iter_gold_columns(path):
+        coder.add(cols.query_ids, cols.conversations, cols.anchors, cols.categories)
+    try:
+        return coder.done()
+    except ValueError:
+        read_gold(path)  # raises the InputError naming the repeated query's line
+        raise
 
 
 @dataclass
 class CodedQueries:
-    """The scored queries of one run: trace matrix and gold anchor edges, integer-coded."""
+    """The scored queries of one chunk: trace matrix and gold anchor edges, integer-coded."""
 
     qids: list[str]
-    conv: list[str]  # (Q,) conversation of each query
-    ids: np.ndarray  # (Q, k) memory codes, -1 = padding or an id not stored in q's conversation
+    conv: np.ndarray  # (Q,) conversation code of each query
+    ids: np.ndarray  # (Q, w) memory codes, -1 = padding or an id not stored in q's conversation
     lengths: np.ndarray  # (Q,) number of ranked ids (<= k)
     gold_q: np.ndarray  # gold edges: query index
-    gold_anchor: np.ndarray  # gold edges: anchor code (anchors no memory derives from dropped)
+    gold_anchor: np.ndarray  # gold edges: anchor key (anchors no memory derives from dropped)
     unknown_ids: int  # retrieved ids absent from the query's store
 
 
 @_no_gc
-def code_queries(run: TraceRun, gold: Gold, lineage: CodedLineage, qids: Sequence[str],
-                 k: int) -> CodedQueries:
-    """Integer-code the traces and gold anchors of `qids` (each must have a trace in `run`)."""
-    q = len(qids)
-    traces = run.traces
-    gq = gold.queries
-    id_lists = [traces[x].ids for x in qids]
-    if any(len(x) > k for x in id_lists):
+def code_rows(qids: Sequence[str], id_lists: Sequence[Sequence[str]], gidx: np.ndarray,
+              gold: CodedGold, lineage: CodedLineage, k: int | None) -> CodedQueries:
+    """Integer-code ranked id lists of gold queries `gidx` (cut at k when given)."""
+    q = len(id_lists)
+    if k is not None and any(len(x) > k for x in id_lists):
         id_lists = [x[:k] for x in id_lists]
-    golds = [gq[x] for x in qids]
-    convs = [g.conversation for g in golds]
+    conv = gold.conv[gidx]
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=q)
-    # one C-level map per conversation over all of its queries' ids
-    order = sorted(range(q), key=convs.__getitem__)
-    flat = array("q")
-    g_q: list[int] = []
-    g_a: list[int] = []
+    width = int(lengths.max()) if q else 0
     empty: dict[str, int] = {}
-    for conv, grp in groupby(order, key=convs.__getitem__):
-        idx = list(grp)
-        mdict = lineage.mem_codes.get(conv, empty)
-        ids = chain.from_iterable(map(id_lists.__getitem__, idx))
-        flat.extend(map(mdict.get, ids, repeat(-1)))  # straight into a C int64 buffer
-        adict = lineage.anchor_codes.get(conv, empty)
-        for qi in idx:
-            anchors = golds[qi].anchors
-            for a in (anchors if len(anchors) < 2 else dict.fromkeys(anchors)):
-                code = adict.get(a)
-                if code is not None:
-                    g_q.append(qi)
-                    g_a.append(code)
-    codes = np.frombuffer(flat, dtype=np.int64) if len(flat) else np.zeros(0, np.int64)
-    order_a = np.asarray(order, dtype=np.int64)
-    identity = bool(np.all(order_a == np.arange(q)))
-    if q and codes.size == q * k:  # every trace is full: no padding mask needed
-        mat_o = codes.reshape(q, k)
+    n_conv = len(lineage.mem_local)
+    dicts = [lineage.mem_local[c] if c < n_conv else empty for c in conv.tolist()]
+    flat = array("q")
+    for d, ids in zip(dicts, id_lists):
+        flat.extend(map(d.get, ids, repeat(-1)))  # the local position, straight into C int64s
+    local = _np(flat, np.int64)
+    known = local >= 0
+    codes = np.where(known, local + np.repeat(lineage.conv_start[conv], lengths), -1)
+    if q and codes.size == q * width:  # every trace is full: no padding mask needed
+        mat = codes.reshape(q, width)
     else:
-        mat_o = np.full((q, k), -1, dtype=np.int64)
-        mat_o[np.arange(k)[None, :] < lengths[order_a][:, None]] = codes
-    if identity:
-        mat = mat_o
-    else:
-        mat = np.empty_like(mat_o)
-        mat[order_a] = mat_o
-    return CodedQueries(list(qids), convs, mat, lengths, np.asarray(g_q, dtype=np.int64),
-                        np.asarray(g_a, dtype=np.int64), int((codes < 0).sum()))
+        mat = np.full((q, width), -1, dtype=np.int64)
+        mat[np.arange(width)[None, :] < lengths[:, None]] = codes
+    off = gold.anchor_off
+    cnt = off[gidx + 1] - off[gidx]
+    total = int(cnt.sum())
+    starts = np.repeat(off[gidx] - (np.cumsum(cnt) - cnt), cnt)
+    gold_anchor = gold.anchor_key[np.arange(total, dtype=np.int64) + starts]
+    gold_q = np.repeat(np.arange(q, dtype=np.int64), cnt)
+    return CodedQueries(list(qids), conv, mat, lengths, gold_q, gold_anchor,
+                        int(known.size - known.sum()))
+
+
+def code_queries(run: TraceRun, gold: Gold | CodedGold, lineage: CodedLineage,
+                 qids: Sequence[str], k: int) -> CodedQueries:
+    """Integer-code the traces and gold anchors of `qids` (each must have a trace in `run`)."""
+    cg = gold if isinstance(gold, CodedGold) else code_gold(gold, lineage)
+    gidx = np.fromiter(map(cg.index.__getitem__, qids), dtype=np.int64, count=len(qids))
+    return code_rows(qids, [run.traces[x].ids for x in qids], gidx, cg, lineage, k)
 
 
 @dataclass
@@ -285,24 +443,19 @@ def _dense_bases(cq: CodedQueries, lineage: CodedLineage,
                  limit: int) -> tuple[int, np.ndarray] | None:
     """Per query the offset of its row in a per-conversation dense table, or None if the
     table would exceed `limit` cells."""
-    counts: dict[str, int] = {}
-    for c in cq.conv:
-        counts[c] = counts.get(c, 0) + 1
-    total = 0
-    conv_base: dict[str, int] = {}
-    for c, nq in counts.items():
-        size = lineage.conv_range.get(c, (0, 0))[1]
-        conv_base[c] = total
-        total += nq * size
+    conv = cq.conv
+    sizes = np.diff(lineage.conv_start)  # per conversation code, the last one 0
+    counts = np.bincount(conv, minlength=sizes.size)
+    cells = counts * sizes
+    total = int(cells.sum())
     if total > limit:
         return None
-    local: dict[str, int] = {}
-    offset = np.empty(len(cq.conv), dtype=np.int64)
-    for i, c in enumerate(cq.conv):
-        j = local.get(c, 0)
-        local[c] = j + 1
-        lo, size = lineage.conv_range.get(c, (0, 0))
-        offset[i] = conv_base[c] + j * size - lo
+    conv_base = np.concatenate(([0], np.cumsum(cells)[:-1]))
+    order = np.argsort(conv, kind="stable")  # the j-th query of its conversation
+    j = np.empty(conv.size, dtype=np.int64)
+    first = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    j[order] = np.arange(conv.size, dtype=np.int64) - first[conv[order]]
+    offset = conv_base[conv] + j * sizes[conv] - lineage.conv_start[conv]
     return max(total, 1), offset
 
 
@@ -311,7 +464,8 @@ def eligible_ids(cq: CodedQueries, ts: TargetSets, lineage: CodedLineage,
     """Query id -> eligible memory ids under `target` (for TREC qrels export)."""
     sel = {"src": np.ones(ts.keys.size, dtype=bool), "raw": ts.raw, "can": ts.can}[target]
     n_mem = lineage.n_mem
+    memory_id = lineage.memory_ids()
     out: dict[str, list[str]] = {}
     for key in ts.keys[sel].tolist():
-        out.setdefault(cq.qids[key // n_mem], []).append(lineage.memory_id[key % n_mem])
+        out.setdefault(cq.qids[key // n_mem], []).append(memory_id[key % n_mem])
     return out

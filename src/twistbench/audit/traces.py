@@ -32,12 +32,15 @@ import contextlib
 import gc
 import json
 import math
+import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
+import numpy as np
 import orjson
 from pydantic import ValidationError
 
@@ -161,13 +164,16 @@ def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any] | None:
 _M = TypeVar("_M", LineageRow, GoldQuery)
 
 
-def _records(path: Path, model: type[_M]) -> Iterator[tuple[int, _M]]:
-    """(line number, record) per non-blank line. pydantic parses and validates each line in
-    one step (model_validate_json: a tenth of orjson + model_validate's time for gold rows); a
-    line it refuses goes through the reader above and model_validate, so a line that only the
-    Python reading accepts (a lone surrogate in a string) reads as before, and every error is
-    the one it always was."""
-    for lineno, raw in _raw_lines(path):
+def _records(path: Path, model: type[_M],
+             lines: Iterable[tuple[int, bytes]] | None = None) -> Iterator[tuple[int, _M]]:
+    """(line number, record) per non-blank line (of the file, or of `lines`). pydantic parses
+    and validates each line in one step (model_validate_json: a tenth of orjson +
+    model_validate's time for gold rows); a line it refuses goes through the reader above and
+    model_validate, so a line that only the Python reading accepts (a lone surrogate in a
+    string) reads as before, and every error is the one it always was."""
+    for lineno, raw in _raw_lines(path) if lines is None else lines:
+        if not raw or raw.isspace():
+            continue
         try:
             yield lineno, model.model_validate_json(raw)
             continue
@@ -182,6 +188,145 @@ def _records(path: Path, model: type[_M]) -> Iterator[tuple[int, _M]]:
             raise pydantic_to_input_error(str(path), f"line {lineno}", exc) from exc
 
 
+_BATCH_BYTES = 1 << 22  # lines read per batch by the column readers: about 4 MB
+
+
+def _line_batches(path: Path) -> Iterator[tuple[int, list[bytes]]]:
+    """(number of the batch's first line, its lines) of about _BATCH_BYTES each."""
+    lineno = 1
+    with _open(path) as fh:
+        while True:
+            batch = fh.readlines(_BATCH_BYTES)
+            if not batch:
+                return
+            yield lineno, batch
+            lineno += len(batch)
+
+
+def _types(values: Iterable[Any]) -> set[type]:
+    return set(map(type, values))
+
+
+_LINEAGE_FIELDS = frozenset({"conversation", "memory_id", "sources", "raw", "canonical", "text"})
+_STR = {str}
+_BOOL = {bool}
+
+
+@dataclass
+class LineageColumns:
+    """Consecutive lineage rows as columns (what the scoring needs; the texts are not kept)."""
+
+    conversations: list[str]
+    memory_ids: list[str]
+    sources: list[list[str]]
+    raw: list[bool]
+    canonical: list[bool]
+
+
+def iter_lineage_columns(path: str | Path) -> Iterator[LineageColumns]:
+    """A lineage file as column batches, every row checked as read_lineage checks it.
+
+    Each batch is parsed by orjson line by line and its columns taken by C-level maps, then its
+    types checked column-wise; a batch with anything unusual (a blank line, a line orjson
+    refuses, a missing or extra field, a value of another type) is read again line by line
+    as read_lineage reads it, which names the line and field of a defect and applies the same
+    conversions. A memory id repeated within a conversation is found by the coding
+    (targets.read_coded_lineage), which then names its line through read_lineage."""
+    path = Path(path)
+    loads = orjson.loads
+    get_mid, get_src = operator.itemgetter("memory_id"), operator.itemgetter("sources")
+    get_raw, get_can = operator.itemgetter("raw"), operator.itemgetter("canonical")
+    get_conv = operator.methodcaller("get", "conversation", "")
+    get_text = operator.methodcaller("get", "text", "")
+    for first, batch in _line_batches(path):
+        cols = None
+        try:
+            objs = list(map(loads, batch))
+            if _types(objs) <= {dict} and set().union(*objs) <= _LINEAGE_FIELDS:
+                mids = list(map(get_mid, objs))
+                srcs = list(map(get_src, objs))
+                raw = list(map(get_raw, objs))
+                can = list(map(get_can, objs))
+                convs = list(map(get_conv, objs))
+                if (_types(mids) <= _STR and _types(convs) <= _STR and _types(srcs) <= {list}
+                        and 0 not in map(len, srcs)
+                        and _types(chain.from_iterable(srcs)) <= _STR
+                        and _types(raw) <= _BOOL and _types(can) <= _BOOL
+                        and _types(map(get_text, objs)) <= _STR):
+                    cols = LineageColumns(convs, mids, srcs, raw, can)
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            pass
+        if cols is None:
+            rows = [r for _, r in _records(path, LineageRow, enumerate(batch, start=first))]
+            cols = LineageColumns([r.conversation for r in rows], [r.memory_id for r in rows],
+                                  [r.sources for r in rows], [r.raw for r in rows],
+                                  [r.canonical for r in rows])
+        yield cols
+
+
+_GOLD_FIELDS = frozenset({"query_id", "conversation", "anchors", "category", "question", "answer",
+                          "anchor_texts"})
+_AS_TEXT = {str, int, float, type(None)}  # GoldQuery turns int / float / None into text
+
+
+@dataclass
+class GoldColumns:
+    """Consecutive gold rows as columns (what the scoring needs)."""
+
+    query_ids: list[str]
+    conversations: list[str]
+    anchors: list[list[str]]
+    categories: list[str]
+
+
+def _as_text(v: Any) -> str:
+    return v if type(v) is str else "" if v is None else str(v)
+
+
+def iter_gold_columns(path: str | Path) -> Iterator[GoldColumns]:
+    """A gold file as column batches, every row checked as read_gold checks it (the same
+    batch-wise reading as iter_lineage_columns; a repeated query id is found by the coding)."""
+    path = Path(path)
+    loads = orjson.loads
+    get_qid = operator.itemgetter("query_id")
+    get_conv = operator.methodcaller("get", "conversation", "")
+    get_anchors = operator.methodcaller("get", "anchors", [])
+    get_cat = operator.methodcaller("get", "category", "")
+    get_question = operator.methodcaller("get", "question", "")
+    get_answer = operator.methodcaller("get", "answer", "")
+    get_texts = operator.methodcaller("get", "anchor_texts", {})
+    for first, batch in _line_batches(path):
+        cols = None
+        try:
+            objs = list(map(loads, batch))
+            if _types(objs) <= {dict} and set().union(*objs) <= _GOLD_FIELDS:
+                qids = list(map(get_qid, objs))
+                convs = list(map(get_conv, objs))
+                anchors = list(map(get_anchors, objs))
+                cats = list(map(get_cat, objs))
+                texts = list(map(get_texts, objs))
+                if (_types(qids) <= _STR and "" not in qids and _types(convs) <= _STR
+                        and _types(anchors) <= {list}
+                        and _types(chain.from_iterable(anchors)) <= _STR
+                        and _types(cats) <= _AS_TEXT and bool not in _types(cats)
+                        and _types(map(get_question, objs)) <= _STR
+                        and _types(map(get_answer, objs)) <= _AS_TEXT
+                        and bool not in _types(map(get_answer, objs))
+                        and _types(texts) <= {dict}
+                        and _types(chain.from_iterable(texts)) <= _STR
+                        and _types(chain.from_iterable(map(dict.values, texts))) <= _STR):
+                    if not _types(cats) <= _STR:
+                        cats = list(map(_as_text, cats))
+                    cols = GoldColumns(qids, convs, anchors, cats)
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            pass
+        if cols is None:
+            rows = [g for _, g in _records(path, GoldQuery, enumerate(batch, start=first))]
+            cols = GoldColumns([g.query_id for g in rows], [g.conversation for g in rows],
+                               [g.anchors for g in rows], [g.category for g in rows])
+        yield cols
+
+
 def _object(path: Path, lineno: int, obj: Any) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError(str(path), "not a JSON object", where=f"line {lineno}",
@@ -189,7 +334,7 @@ def _object(path: Path, lineno: int, obj: Any) -> dict[str, Any]:
     return obj
 
 
-def _run_name(path: Path) -> str:
+def run_name(path: Path) -> str:
     # A run folder written by `twist trace` holds traces.jsonl: name the run after the folder.
     if path.stem in ("traces", "run") and path.parent.name:
         return path.parent.name
@@ -197,21 +342,392 @@ def _run_name(path: Path) -> str:
 
 
 def read_traces(path: str | Path, name: str | None = None, fmt: str | None = None) -> TraceRun:
-    """Read a trace file (JSONL or TREC run format, chosen by `fmt` or by the content).
+    """Read a trace file (JSONL, TREC run format or Parquet; chosen by `fmt`, else by the
+    suffix .parquet or the content).
 
     A trace line with "error" is recorded in `errors` (excluded from every metric). Repeated
     memory ids within one query keep their first rank and are counted in `duplicates_dropped`.
     """
     path = Path(path)
-    if fmt is None:
-        fmt = _sniff(path)
-    if fmt not in ("jsonl", "trec"):
-        raise InputError(str(path), f"unknown trace format {fmt!r}", expected="'jsonl' or 'trec'")
+    traces: dict[str, Trace] = {}
+    errors: dict[str, str] = {}
+    dropped = 0
+    kmax = 0
     with bulk_build():
-        run = _read_traces_jsonl(path) if fmt == "jsonl" else _read_traces_trec(path)
-    if name:
-        run.name = name
-    return run
+        for ch in iter_trace_chunks(path, fmt):
+            for qid, ids, scores, k in zip(ch.qids, ch.ids, ch.scores, ch.ks):
+                traces[qid] = Trace(qid, ids, scores, k)
+            errors.update(ch.errors)
+            dropped += ch.duplicates_dropped
+            kmax = max(kmax, ch.kmax)
+    return TraceRun(name or run_name(path), str(path), kmax, traces, errors, dropped)
+
+
+@dataclass
+class TraceChunk:
+    """Consecutive queries of a trace file, checked: per ok query its ids (cut at its k, a
+    repeated id dropped), scores and k; failed queries in `errors`."""
+
+    qids: list[str]
+    ids: list[list[str]]
+    scores: list[list[float]]
+    ks: list[int]
+    errors: dict[str, str]
+    duplicates_dropped: int
+    kmax: int
+
+
+TRACE_FORMATS = ("jsonl", "trec", "parquet")
+CHUNK_QUERIES = 10_000
+
+
+def trace_format(path: Path, fmt: str | None = None) -> str:
+    """The format of a trace file: `fmt` when given, .parquet by suffix, else by content."""
+    if fmt is None:
+        fmt = "parquet" if path.suffix.lower() == ".parquet" else _sniff(path)
+    if fmt not in TRACE_FORMATS:
+        raise InputError(str(path), f"unknown trace format {fmt!r}",
+                         expected="'jsonl', 'trec' or 'parquet'")
+    return fmt
+
+
+def iter_trace_chunks(path: str | Path, fmt: str | None = None,
+                      chunk_queries: int = CHUNK_QUERIES) -> Iterator[TraceChunk]:
+    """A trace file as chunks of at most `chunk_queries` queries, read as it streams (JSONL
+    line by line, Parquet by record batch; a TREC run is read whole, since one query's lines
+    may be anywhere in it). InputError, naming the line or row and the field, on a bad record:
+    the first one in file order, whatever the chunk size."""
+    path = Path(path)
+    fmt = trace_format(path, fmt)
+    if chunk_queries < 1:
+        raise ValueError(f"chunk_queries {chunk_queries} (expected >= 1)")
+    if fmt == "jsonl":
+        yield from _jsonl_chunks(path, chunk_queries)
+    elif fmt == "parquet":
+        yield from _parquet_chunks(path, chunk_queries)
+    else:
+        run = _read_traces_trec(path)
+        ts = list(run.traces.values())
+        for lo in range(0, max(len(ts), 1), chunk_queries):
+            part = ts[lo:lo + chunk_queries]
+            yield TraceChunk([t.query_id for t in part], [t.ids for t in part],
+                             [t.scores for t in part], [t.k for t in part], {},
+                             run.duplicates_dropped if lo == 0 else 0,
+                             max((t.k for t in part), default=0))
+
+
+_TRACE_FIELDS = frozenset({"query_id", "k", "results", "error", "conversation", "meta"})
+_ID = operator.itemgetter("id")
+_SCORE = operator.itemgetter("score")
+_NUMBER_TYPES = frozenset({float, int})
+
+
+class _Chunk:
+    """A TraceChunk being filled, with the records it came from (to name a bad one)."""
+
+    def __init__(self) -> None:
+        self.records: list[tuple[str, Any]] = []  # (where, the record's object)
+        self.qids: list[str] = []
+        self.ids: list[list[str]] = []
+        self.scores: list[list[float]] = []
+        self.ks: list[int] = []
+        self.errors: dict[str, str] = {}
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self.qids) + len(self.errors)
+
+    def add(self, qid: str, ids: list[str], scores: list[float], k: int) -> None:
+        if k < len(ids):
+            ids, scores = ids[:k], scores[:k]
+        if len(set(ids)) != len(ids):
+            ids, scores, d = _dedupe(ids, scores)
+            self.dropped += d
+        self.qids.append(qid)
+        self.ids.append(ids)
+        self.scores.append(scores)
+        self.ks.append(k)
+
+    def close(self, path: Path, check: Any) -> TraceChunk:
+        """The chunk after the column-wide checks of every id and score; when one fails,
+        `check(path, where, obj)` of each record in order raises the first record's error."""
+        id_types = set(map(type, chain.from_iterable(self.ids)))
+        score_types = set(map(type, chain.from_iterable(self.scores)))
+        ok = id_types <= {str} and "" not in chain.from_iterable(self.ids)
+        ok = ok and score_types <= _NUMBER_TYPES
+        if ok and score_types:
+            try:
+                values = np.fromiter(chain.from_iterable(self.scores), dtype=np.float64)
+            except OverflowError:  # an integer beyond a float's range
+                ok = False
+            else:
+                ok = bool(np.isfinite(values).all())
+        if not ok:
+            for where, obj in self.records:
+                check(path, where, obj)
+            raise AssertionError("a chunk failed a check that none of its records fails")
+        if score_types - {float}:
+            self.scores = [[float(v) for v in sc] for sc in self.scores]
+        return TraceChunk(self.qids, self.ids, self.scores, self.ks, self.errors, self.dropped,
+                          max(self.ks, default=0))
+
+
+def _jsonl_chunks(path: Path, size: int) -> Iterator[TraceChunk]:
+    """JSONL trace lines in chunks. Each line is parsed by orjson and its columns taken by C-level
+    maps; the checks of ids and scores run once per chunk over all of its values. Anything
+    unusual on a line (a type, a field, a line orjson refuses) goes through `_trace_record`, the
+    careful reading of one line, which names the line and field of a defect."""
+    seen: set[str] = set()
+    ch = _Chunk()
+    loads = orjson.loads
+    fields = _TRACE_FIELDS
+    with _open(path) as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if raw.isspace():
+                continue
+            where = f"line {lineno}"
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                obj = _parse(path, lineno, raw)
+                if obj is None:
+                    continue
+            rec = None
+            if type(obj) is dict and obj.keys() <= fields:
+                qid = obj.get("query_id")
+                results = obj.get("results")
+                if (type(qid) is str and qid and not obj.get("error")
+                        and type(results) is list):
+                    try:
+                        ids = list(map(_ID, results))
+                        scores = list(map(_SCORE, results))
+                    except (KeyError, TypeError):
+                        pass
+                    else:
+                        k = obj.get("k", len(ids))
+                        if type(k) is int and k >= 0:
+                            rec = (qid, ids, scores, k, None)
+            if rec is None:
+                rec = _trace_record(path, where, obj)
+            qid = rec[0]
+            if qid in seen:
+                raise InputError(str(path), f"query {qid!r} appears twice", where=where,
+                                 field="query_id", expected="one line per query")
+            seen.add(qid)
+            ch.records.append((where, obj))
+            if rec[4] is not None:
+                ch.errors[qid] = rec[4]
+            else:
+                try:
+                    ch.add(*rec[:4])
+                except TypeError:  # an unhashable id: the careful reading names it
+                    _trace_record(path, where, obj)
+                    raise
+            if len(ch) >= size:
+                yield ch.close(path, _check_jsonl_record)
+                ch = _Chunk()
+    if len(ch) or not seen:
+        yield ch.close(path, _check_jsonl_record)
+
+
+def _check_jsonl_record(path: Path, where: str, obj: Any) -> None:
+    _trace_record(path, where, obj)
+
+
+def _trace_record(path: Path, where: str,
+                  obj: Any) -> tuple[str, list[str], list[float], int, str | None]:
+    """One trace line read carefully: (query id, ids, scores, k, None), or (query id, [], [],
+    0, error message) for a failed query; InputError naming the line and field of a defect."""
+    if not isinstance(obj, dict):
+        raise InputError(str(path), "not a JSON object", where=where,
+                         expected="one JSON object per line")
+    qid = obj.get("query_id")
+    if not isinstance(qid, str) or not qid:
+        raise InputError(str(path), "missing or empty query id", where=where,
+                         field="query_id", expected="a non-empty string")
+    unknown = set(obj) - _TRACE_FIELDS
+    if unknown:
+        raise InputError(str(path), f"unknown field(s) {sorted(unknown)}", where=where,
+                         expected="query_id, k, results, error, conversation, meta")
+    if obj.get("error"):
+        return qid, [], [], 0, str(obj["error"])
+    results = obj.get("results")
+    if not isinstance(results, list):
+        raise InputError(str(path), "results is not a list", where=where, field="results",
+                         expected='a list of {"id": str, "score": number}')
+    ids, scores = _results(path, where, results)
+    k = obj.get("k", len(ids))
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
+                         expected="a non-negative integer")
+    return qid, ids, scores, k, None
+
+
+def _parquet_chunks(path: Path, size: int) -> Iterator[TraceChunk]:
+    """Parquet trace rows by record batch (see the README's trace formats for the schema)."""
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise InputError(str(path), "reading Parquet traces needs pyarrow",
+                         expected="pip install 'twistbench[parquet]'") from exc
+    try:
+        pf = pq.ParquetFile(path)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read as Parquet: {exc}",
+                         expected="a Parquet file of trace rows") from exc
+    schema = pf.schema_arrow
+    _check_parquet_schema(path, schema, pa)
+    cols = [c for c in ("query_id", "k", "results", "error") if c in schema.names]
+    seen: set[str] = set()
+    row0 = 0
+    ch = _Chunk()
+    for batch in pf.iter_batches(batch_size=size, columns=cols):
+        n = batch.num_rows
+        qids = batch.column("query_id").to_pylist()
+        ks = batch.column("k").to_pylist() if "k" in cols else [None] * n
+        errs = batch.column("error").to_pylist() if "error" in cols else [None] * n
+        res = batch.column("results") if "results" in cols else None
+        if res is not None:
+            offsets = res.offsets.to_numpy().astype(np.int64)  # into res.values
+            values = res.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+            offsets -= offsets[0]
+            id_col, score_col = values.flatten()
+            valid = res.is_valid().to_numpy(zero_copy_only=False)
+            sc = score_col.to_numpy(zero_copy_only=False).astype(np.float64)
+            if (id_col.null_count > 0 or bool(pc.any(pc.equal(id_col, "")).as_py())
+                    or score_col.null_count > 0 or not bool(np.isfinite(sc).all())):
+                _parquet_bad_result(path, row0, valid, offsets, id_col.to_pylist(),
+                                    score_col.to_pylist())
+            flat_ids = id_col.to_pylist()
+            flat_scores = sc.tolist()
+        for i in range(n):
+            where = f"row {row0 + i + 1}"
+            qid = qids[i]
+            if not qid:
+                raise InputError(str(path), "missing or empty query id", where=where,
+                                 field="query_id", expected="a non-empty string")
+            if qid in seen:
+                raise InputError(str(path), f"query {qid!r} appears twice", where=where,
+                                 field="query_id", expected="one row per query")
+            seen.add(qid)
+            if errs[i]:
+                ch.errors[qid] = errs[i]
+            elif res is None or not valid[i]:
+                raise InputError(str(path), "results is null", where=where, field="results",
+                                 expected="a list of {id, score}, or an error")
+            else:
+                lo, hi = int(offsets[i]), int(offsets[i + 1])
+                k = ks[i]
+                if k is None:
+                    k = hi - lo
+                elif k < 0:
+                    raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
+                                     expected="a non-negative integer")
+                ch.add(qid, flat_ids[lo:hi], flat_scores[lo:hi], k)
+            if len(ch) >= size:
+                yield ch.close(path, _no_check)
+                ch = _Chunk()
+        row0 += n
+    if len(ch) or not seen:
+        yield ch.close(path, _no_check)
+
+
+def _no_check(path: Path, where: str, obj: Any) -> None:
+    """Parquet values were checked column-wise before the chunk was filled."""
+
+
+def _check_parquet_schema(path: Path, schema: Any, pa: Any) -> None:
+    expected = ("query_id: string; results: list<struct<id: string, score: double>> "
+                "(float or integer scores allowed); k: integer (optional); error: string "
+                "(optional)")
+    types = pa.types
+
+    def bad(field: str, what: str) -> InputError:
+        return InputError(str(path), what, where="schema", field=field, expected=expected)
+
+    names = set(schema.names)
+    unknown = names - _TRACE_FIELDS
+    if unknown:
+        raise bad(sorted(unknown)[0], f"unknown column(s) {sorted(unknown)}")
+    if "query_id" not in names or not (types.is_string(schema.field("query_id").type)
+                                       or types.is_large_string(schema.field("query_id").type)):
+        raise bad("query_id", "no string column query_id")
+    if "k" in names and not types.is_integer(schema.field("k").type):
+        raise bad("k", f"k is {schema.field('k').type}")
+    if "error" in names and not types.is_string(schema.field("error").type):
+        raise bad("error", f"error is {schema.field('error').type}")
+    if "results" in names:
+        t = schema.field("results").type
+        ok = types.is_list(t) and types.is_struct(t.value_type)
+        if ok:
+            st = t.value_type
+            fields = {st.field(j).name: st.field(j).type for j in range(st.num_fields)}
+            ok = (set(fields) == {"id", "score"} and types.is_string(fields["id"])
+                  and (types.is_floating(fields["score"]) or types.is_integer(fields["score"])))
+        if not ok:
+            raise bad("results", f"results is {t}")
+
+
+def _parquet_bad_result(path: Path, row0: int, valid: np.ndarray, offsets: np.ndarray,
+                        ids: list[Any], scores: list[Any]) -> None:
+    """InputError naming the row and position of the first null or empty id or non-finite
+    score of a batch (a null row's leftover values are never read)."""
+    for i in range(len(valid)):
+        if not valid[i]:
+            continue
+        for pos in range(int(offsets[i + 1] - offsets[i])):
+            j = int(offsets[i]) + pos
+            if not ids[j] or not _is_number(scores[j]):
+                raise InputError(str(path), f"bad result at position {pos}",
+                                 where=f"row {row0 + i + 1}", field=f"results[{pos}]",
+                                 expected="{id: non-empty string, score: finite number}")
+
+
+def write_traces_parquet(path: str | Path, chunks: Iterable[TraceRun | TraceChunk],
+                         row_group_queries: int = CHUNK_QUERIES) -> int:
+    """Write traces as Parquet (one row per query, a row group per `row_group_queries`), from
+    runs or chunks given one after the other, so a large log never has to be in memory whole.
+    Returns the number of rows."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    result_t = pa.list_(pa.struct([("id", pa.string()), ("score", pa.float64())]))
+    schema = pa.schema([("query_id", pa.string()), ("k", pa.int64()), ("results", result_t),
+                        ("error", pa.string())])
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        for part in chunks:
+            if isinstance(part, TraceRun):
+                ts = list(part.traces.values())
+                qids = [t.query_id for t in ts] + list(part.errors)
+                ks: list[int | None] = [t.k for t in ts] + [None] * len(part.errors)
+                ids = [t.ids for t in ts]
+                scores = [t.scores for t in ts]
+                errs = [None] * len(ts) + list(part.errors.values())
+            else:
+                qids = part.qids + list(part.errors)
+                ks = list(part.ks) + [None] * len(part.errors)
+                ids, scores = part.ids, part.scores
+                errs = [None] * len(part.qids) + list(part.errors.values())
+            lens = np.fromiter(map(len, ids), dtype=np.int32, count=len(ids))
+            offsets = np.concatenate(([0], np.cumsum(lens, dtype=np.int64))).astype(np.int32)
+            n_err = len(qids) - len(ids)
+            offsets = np.concatenate((offsets, np.full(n_err, offsets[-1], dtype=np.int32)))
+            mask = np.concatenate((np.zeros(len(ids), bool), np.ones(n_err, bool)))
+            values = pa.StructArray.from_arrays(
+                [pa.array(list(chain.from_iterable(ids)), pa.string()),
+                 pa.array(list(chain.from_iterable(scores)), pa.float64())], ["id", "score"])
+            results = pa.ListArray.from_arrays(pa.array(offsets), values,
+                                               mask=pa.array(mask))
+            table = pa.table([pa.array(qids, pa.string()), pa.array(ks, pa.int64()), results,
+                              pa.array(errs, pa.string())], schema=schema)
+            writer.write_table(table, row_group_size=row_group_queries)
+            n += len(qids)
+    return n
 
 
 def _sniff(path: Path) -> str:
@@ -228,8 +744,6 @@ def _sniff(path: Path) -> str:
 
 
 def _dedupe(ids: list[str], scores: list[float]) -> tuple[list[str], list[float], int]:
-    if len(set(ids)) == len(ids):  # the usual case: nothing repeated
-        return ids, scores, 0
     seen: set[str] = set()
     out_i: list[str] = []
     out_s: list[float] = []
@@ -242,56 +756,11 @@ def _dedupe(ids: list[str], scores: list[float]) -> tuple[list[str], list[float]
     return out_i, out_s, len(ids) - len(out_i)
 
 
-def _read_traces_jsonl(path: Path) -> TraceRun:
-    traces: dict[str, Trace] = {}
-    errors: dict[str, str] = {}
-    dropped = 0
-    kmax = 0
-    for lineno, obj in _jsonl(path):
-        where = f"line {lineno}"
-        qid = obj.get("query_id")
-        if not isinstance(qid, str) or not qid:
-            raise InputError(str(path), "missing or empty query id", where=where,
-                             field="query_id", expected="a non-empty string")
-        if qid in traces or qid in errors:
-            raise InputError(str(path), f"query {qid!r} appears twice", where=where,
-                             field="query_id", expected="one line per query")
-        unknown = set(obj) - {"query_id", "k", "results", "error", "conversation", "meta"}
-        if unknown:
-            raise InputError(str(path), f"unknown field(s) {sorted(unknown)}", where=where,
-                             expected="query_id, k, results, error, conversation, meta")
-        if obj.get("error"):
-            errors[qid] = str(obj["error"])
-            continue
-        results = obj.get("results")
-        if not isinstance(results, list):
-            raise InputError(str(path), "results is not a list", where=where, field="results",
-                             expected='a list of {"id": str, "score": number}')
-        ids, scores = _results(path, where, results)
-        k = obj.get("k", len(ids))
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
-                             expected="a non-negative integer")
-        ids, scores, d = _dedupe(ids[:k], scores[:k])
-        dropped += d
-        kmax = max(kmax, k)
-        traces[qid] = Trace(qid, ids, scores, k)
-    return TraceRun(_run_name(path), str(path), kmax, traces, errors, dropped)
-
-
 _INF = float("inf")
 
 
 def _results(path: Path, where: str, results: list[Any]) -> tuple[list[str], list[float]]:
     """The ids and scores of a results list; InputError naming the first bad position."""
-    try:  # fast path: whole columns at once; anything unusual takes the checked loop below
-        ids = [r["id"] for r in results]
-        raw = [r["score"] for r in results]
-        if (all(type(i) is str and i for i in ids)
-                and all((type(v) is float or type(v) is int) and -_INF < v < _INF for v in raw)):
-            return ids, [float(v) for v in raw]
-    except (TypeError, KeyError, OverflowError):
-        pass
     ids, scores = [], []
     for pos, r in enumerate(results):
         if (not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]
@@ -305,7 +774,12 @@ def _results(path: Path, where: str, results: list[Any]) -> tuple[list[str], lis
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer beyond a float's range
+        return False
 
 
 _WS = re.compile(r"\s+")
@@ -335,11 +809,14 @@ def _read_traces_trec(path: Path) -> TraceRun:
         # trec_eval's order (form_res_rels.c, comp_sim_docno): score descending, then docno
         # descending by strcmp; Python compares str by code point, which is UTF-8 byte order.
         lst.sort(reverse=True)
-        ids, scores, d = _dedupe([t[1] for t in lst], [t[0] for t in lst])
+        ids, scores = [t[1] for t in lst], [t[0] for t in lst]
+        d = 0
+        if len(set(ids)) != len(ids):
+            ids, scores, d = _dedupe(ids, scores)
         dropped += d
         kmax = max(kmax, len(lst))
         traces[qid] = Trace(qid, ids, scores, len(lst))
-    return TraceRun(_run_name(path), str(path), kmax, traces, {}, dropped)
+    return TraceRun(run_name(path), str(path), kmax, traces, {}, dropped)
 
 
 def read_lineage(path: str | Path) -> Lineage:
