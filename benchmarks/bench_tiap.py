@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import orjson
 
-from twistbench.audit.metrics import metrics_from_hits, rescore
+from twistbench.audit.metrics import metrics_from_hits, rescore, score_files
 from twistbench.audit.targets import (
     TARGETS,
     build_targets,
@@ -208,7 +208,7 @@ def from_files(run: TraceRun, lin: Lineage, gold: Gold, k: int, repeats: int,
         mb = sum(p.stat().st_size for p in (tp, lp, gp)) / 1e6
 
         def ours():  # noqa: ANN202
-            return rescore(read_traces(tp, fmt="jsonl"), read_lineage(lp), read_gold(gp), k=k)
+            return score_files(tp, lp, gp, k=k, fmt="jsonl")
 
         def theirs():  # noqa: ANN202
             by_anchor: dict[tuple[str, str], list[str]] = {}

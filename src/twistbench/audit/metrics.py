@@ -190,8 +190,8 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
     with bulk_build():
         cl = lineage if isinstance(lineage, CodedLineage) else read_coded_lineage(lineage)
         cg = gold if isinstance(gold, CodedGold) else read_coded_gold(gold, cl)
-        return score_chunks(iter_trace_chunks(path, fmt, chunk_queries), cl, cg, k, variant,
-                            name or run_name(path))
+        chunks = iter_trace_chunks(path, fmt, chunk_queries, dedupe=False)
+        return score_chunks(chunks, cl, cg, k, variant, name or run_name(path))
 
 
 def score_chunks(chunks: Iterable[TraceChunk], lineage: CodedLineage, gold: CodedGold,
@@ -221,6 +221,9 @@ def score_chunks(chunks: Iterable[TraceChunk], lineage: CodedLineage, gold: Code
         inside = gi >= 0
         extra += int(inside.size - inside.sum())
         if not inside.all():
+            if not ch.deduped:  # the repeats of queries outside gold are counted all the same
+                dropped += sum(len(ch.ids[i]) - len(set(ch.ids[i]))
+                               for i in np.flatnonzero(~inside).tolist())
             sel = np.flatnonzero(inside).tolist()
             qids = [ch.qids[i] for i in sel]
             id_lists = [ch.ids[i] for i in sel]
@@ -230,8 +233,9 @@ def score_chunks(chunks: Iterable[TraceChunk], lineage: CodedLineage, gold: Code
         if not qids:
             continue
         with bulk_build():
-            cq = code_rows(qids, id_lists, gi, gold, lineage, k)
+            cq = code_rows(qids, id_lists, gi, gold, lineage, k, dedupe=not ch.deduped)
         unknown += cq.unknown_ids
+        dropped += cq.duplicates_dropped
         ts = build_targets(cq, lineage)
         hits = hit_matrices(cq, ts, lineage)
         has_trace[gi] = True

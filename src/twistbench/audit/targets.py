@@ -133,72 +133,67 @@ class LineageCoder:
         self.convs: dict[str, int] = {}
         self.mem_local: list[dict[str, int]] = []
         self.vocab: dict[str, int] = {}
-        self.row_conv = array("i")
-        self.row_local = array("i")
-        self.raw = array("b")
-        self.can = array("b")
-        self.edge_conv = array("i")
-        self.edge_vocab = array("i")
-        self.edge_row = array("q")
+        self.n_rows = 0
+        # per batch: row conversation, row local position, raw, canonical; edge anchor
+        # vocabulary code, edge row
+        self.parts: list[tuple[np.ndarray, ...]] = []
 
     def add(self, convs: Sequence[str], mids: Sequence[str], sources: Sequence[Sequence[str]],
             raw: Sequence[bool], can: Sequence[bool]) -> None:
         """One batch; ValueError on a memory id repeated within a conversation."""
         n = len(mids)
-        row0 = len(self.row_conv)
         for c in dict.fromkeys(convs):
             if c not in self.convs:
                 self.convs[c] = len(self.convs)
                 self.mem_local.append({})
-        cc = array("i", map(self.convs.__getitem__, convs))
+        cc = np.fromiter(map(self.convs.__getitem__, convs), dtype=np.int32, count=n)
+        local = np.empty(n, dtype=np.int32)
         pos = 0
-        for code, grp in groupby(cc):  # runs of one conversation
+        for code, grp in groupby(cc.tolist()):  # runs of one conversation
             size = len(list(grp))
             d = self.mem_local[code]
             start = len(d)
-            ints = _shared_ints(start + size)
-            d.update(zip(mids[pos:pos + size], ints[start:start + size]))
+            d.update(zip(mids[pos:pos + size], _shared_ints(start + size)[start:start + size]))
             if len(d) != start + size:
-                raise ValueError(f"memory id repeated in conversation "
-                                 f"{next(k for k, v in self.convs.items() if v == code)!r}")
-            self.row_local.extend(ints[start:start + size])
+                conv = next(k for k, v in self.convs.items() if v == code)
+                raise ValueError(f"memory id repeated in conversation {conv!r}")
+            local[pos:pos + size] = np.arange(start, start + size, dtype=np.int32)
             pos += size
-        self.row_conv.extend(cc)
-        self.raw.extend(map(bool, raw))
-        self.can.extend(map(bool, can))
         flat = list(chain.from_iterable(sources))
         vocab = self.vocab
         for a in dict.fromkeys(flat):
             if a not in vocab:
                 vocab[a] = len(vocab)
-        self.edge_vocab.extend(map(vocab.__getitem__, flat))
         lens = np.fromiter(map(len, sources), dtype=np.int64, count=n)
-        self.edge_row.extend(np.repeat(np.arange(row0, row0 + n, dtype=np.int64), lens).tolist())
-        self.edge_conv.extend(np.repeat(np.frombuffer(cc, dtype=np.int32) if n else
-                                        np.zeros(0, np.int32), lens).tolist())
+        self.parts.append((
+            cc, local, np.array(raw, dtype=bool), np.array(can, dtype=bool),
+            np.fromiter(map(vocab.__getitem__, flat), dtype=np.int32, count=len(flat)),
+            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int64), lens)))
+        self.n_rows += n
 
     def done(self) -> CodedLineage:
         sizes = np.fromiter(map(len, self.mem_local), dtype=np.int64, count=len(self.mem_local))
         conv_start = np.zeros(len(sizes) + 2, dtype=np.int64)
         np.cumsum(sizes, out=conv_start[1:-1])
         conv_start[-1] = conv_start[-2]  # the store-less conversation: no memory
-        rc = _np(self.row_conv, np.int32)
-        code = conv_start[rc] + _np(self.row_local, np.int32)
+        cols = [np.concatenate([p[i] for p in self.parts]) if self.parts else
+                np.zeros(0, dtype=np.int64) for i in range(6)]
+        rc, local, raw_rows, can_rows, e_vocab, e_row = cols
+        code = conv_start[rc.astype(np.int64)] + local
         m = int(conv_start[-1])
         raw = np.zeros(m, dtype=bool)
         can = np.zeros(m, dtype=bool)
-        raw[code] = _np(self.raw, np.int8).astype(bool)
-        can[code] = _np(self.can, np.int8).astype(bool)
-        v = max(len(self.vocab), 1)
-        key = _np(self.edge_conv, np.int32).astype(np.int64) * v + _np(self.edge_vocab, np.int32)
-        mem = code[_np(self.edge_row, np.int64)] if m else np.zeros(0, np.int64)
+        raw[code] = raw_rows
+        can[code] = can_rows
+        key = rc[e_row].astype(np.int64) * max(len(self.vocab), 1) + e_vocab
+        mem = code[e_row]
         order = np.lexsort((mem, key))
         key, mem = key[order], mem[order]
         if key.size > 1:  # a source listed twice for one memory is one edge
             keep = np.concatenate(([True], (key[1:] != key[:-1]) | (mem[1:] != mem[:-1])))
             key, mem = key[keep], mem[keep]
         return CodedLineage(self.convs, conv_start, self.mem_local, self.vocab, raw, can, key,
-                            mem, len(rc))
+                            mem, self.n_rows)
 
 
 def _np(buf: array, dtype: type) -> np.ndarray:
@@ -326,16 +321,59 @@ class CodedQueries:
     gold_q: np.ndarray  # gold edges: query index
     gold_anchor: np.ndarray  # gold edges: anchor key (anchors no memory derives from dropped)
     unknown_ids: int  # retrieved ids absent from the query's store
+    duplicates_dropped: int = 0  # repeated ids dropped here (code_rows with dedupe=True)
 
 
 @_no_gc
 def code_rows(qids: Sequence[str], id_lists: Sequence[Sequence[str]], gidx: np.ndarray,
-              gold: CodedGold, lineage: CodedLineage, k: int | None) -> CodedQueries:
-    """Integer-code ranked id lists of gold queries `gidx` (cut at k when given)."""
+              gold: CodedGold, lineage: CodedLineage, k: int | None,
+              dedupe: bool = False) -> CodedQueries:
+    """Integer-code ranked id lists of gold queries `gidx` (cut at k when given).
+
+    dedupe=True: a list may repeat an id; the repeats are dropped (the first rank kept) before
+    the cut, and counted in `duplicates_dropped`. They are found on the codes (a row whose sorted
+    known codes repeat, or with two ids the store does not know), so only such rows are looked
+    at as strings."""
     q = len(id_lists)
-    if k is not None and any(len(x) > k for x in id_lists):
+    if not dedupe and k is not None and any(len(x) > k for x in id_lists):
         id_lists = [x[:k] for x in id_lists]
     conv = gold.conv[gidx]
+    mat, lengths = _code_matrix(id_lists, conv, lineage)
+    dropped = 0
+    if dedupe and q:
+        s = np.sort(mat, axis=1)
+        rep = ((s[:, 1:] == s[:, :-1]) & (s[:, 1:] >= 0)).any(axis=1) if s.shape[1] > 1 else \
+            np.zeros(q, dtype=bool)
+        within = np.arange(mat.shape[1])[None, :] < lengths[:, None]
+        rep |= ((mat < 0) & within).sum(axis=1) >= 2
+        if rep.any():
+            id_lists = list(id_lists)
+            for i in np.flatnonzero(rep).tolist():
+                ids = id_lists[i]
+                if len(set(ids)) != len(ids):
+                    id_lists[i] = list(dict.fromkeys(ids))  # first rank kept
+                    dropped += len(ids) - len(id_lists[i])
+            if dropped:
+                mat, lengths = _code_matrix(id_lists, conv, lineage)
+        if k is not None and mat.shape[1] > k:
+            mat = mat[:, :k]
+            lengths = np.minimum(lengths, k)
+    within = np.arange(mat.shape[1])[None, :] < lengths[:, None]
+    unknown = int(((mat < 0) & within).sum())
+    off = gold.anchor_off
+    cnt = off[gidx + 1] - off[gidx]
+    total = int(cnt.sum())
+    starts = np.repeat(off[gidx] - (np.cumsum(cnt) - cnt), cnt)
+    gold_anchor = gold.anchor_key[np.arange(total, dtype=np.int64) + starts]
+    gold_q = np.repeat(np.arange(q, dtype=np.int64), cnt)
+    return CodedQueries(list(qids), conv, mat, lengths, gold_q, gold_anchor, unknown, dropped)
+
+
+def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,
+                 lineage: CodedLineage) -> tuple[np.ndarray, np.ndarray]:
+    """(Q, longest) memory codes (-1: padding or not stored in the query's conversation), and
+    the lengths."""
+    q = len(id_lists)
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=q)
     width = int(lengths.max()) if q else 0
     empty: dict[str, int] = {}
@@ -345,21 +383,12 @@ def code_rows(qids: Sequence[str], id_lists: Sequence[Sequence[str]], gidx: np.n
     for d, ids in zip(dicts, id_lists):
         flat.extend(map(d.get, ids, repeat(-1)))  # the local position, straight into C int64s
     local = _np(flat, np.int64)
-    known = local >= 0
-    codes = np.where(known, local + np.repeat(lineage.conv_start[conv], lengths), -1)
+    codes = np.where(local >= 0, local + np.repeat(lineage.conv_start[conv], lengths), -1)
     if q and codes.size == q * width:  # every trace is full: no padding mask needed
-        mat = codes.reshape(q, width)
-    else:
-        mat = np.full((q, width), -1, dtype=np.int64)
-        mat[np.arange(width)[None, :] < lengths[:, None]] = codes
-    off = gold.anchor_off
-    cnt = off[gidx + 1] - off[gidx]
-    total = int(cnt.sum())
-    starts = np.repeat(off[gidx] - (np.cumsum(cnt) - cnt), cnt)
-    gold_anchor = gold.anchor_key[np.arange(total, dtype=np.int64) + starts]
-    gold_q = np.repeat(np.arange(q, dtype=np.int64), cnt)
-    return CodedQueries(list(qids), conv, mat, lengths, gold_q, gold_anchor,
-                        int(known.size - known.sum()))
+        return codes.reshape(q, width), lengths
+    mat = np.full((q, width), -1, dtype=np.int64)
+    mat[np.arange(width)[None, :] < lengths[:, None]] = codes
+    return mat, lengths
 
 
 def code_queries(run: TraceRun, gold: Gold | CodedGold, lineage: CodedLineage,

@@ -208,7 +208,6 @@ def _types(values: Iterable[Any]) -> set[type]:
 
 
 _LINEAGE_FIELDS = frozenset({"conversation", "memory_id", "sources", "raw", "canonical", "text"})
-_STR = {str}
 _BOOL = {bool}
 
 
@@ -366,7 +365,7 @@ def read_traces(path: str | Path, name: str | None = None, fmt: str | None = Non
 @dataclass
 class TraceChunk:
     """Consecutive queries of a trace file, checked: per ok query its ids (cut at its k, a
-    repeated id dropped), scores and k; failed queries in `errors`."""
+    repeated id dropped unless `deduped` is False), scores and k; failed queries in `errors`."""
 
     qids: list[str]
     ids: list[list[str]]
@@ -375,6 +374,7 @@ class TraceChunk:
     errors: dict[str, str]
     duplicates_dropped: int
     kmax: int
+    deduped: bool = True
 
 
 TRACE_FORMATS = ("jsonl", "trec", "parquet")
@@ -392,19 +392,21 @@ def trace_format(path: Path, fmt: str | None = None) -> str:
 
 
 def iter_trace_chunks(path: str | Path, fmt: str | None = None,
-                      chunk_queries: int = CHUNK_QUERIES) -> Iterator[TraceChunk]:
+                      chunk_queries: int = CHUNK_QUERIES,
+                      dedupe: bool = True) -> Iterator[TraceChunk]:
     """A trace file as chunks of at most `chunk_queries` queries, read as it streams (JSONL
     line by line, Parquet by record batch; a TREC run is read whole, since one query's lines
     may be anywhere in it). InputError, naming the line or row and the field, on a bad record:
-    the first one in file order, whatever the chunk size."""
+    the first one in file order, whatever the chunk size. With dedupe=False a repeated id is
+    left in place for the caller to drop (the scoring finds repeats on integer codes)."""
     path = Path(path)
     fmt = trace_format(path, fmt)
     if chunk_queries < 1:
         raise ValueError(f"chunk_queries {chunk_queries} (expected >= 1)")
     if fmt == "jsonl":
-        yield from _jsonl_chunks(path, chunk_queries)
+        yield from _jsonl_chunks(path, chunk_queries, dedupe)
     elif fmt == "parquet":
-        yield from _parquet_chunks(path, chunk_queries)
+        yield from _parquet_chunks(path, chunk_queries, dedupe)
     else:
         run = _read_traces_trec(path)
         ts = list(run.traces.values())
@@ -416,6 +418,7 @@ def iter_trace_chunks(path: str | Path, fmt: str | None = None,
                              max((t.k for t in part), default=0))
 
 
+_STR = {str}
 _TRACE_FIELDS = frozenset({"query_id", "k", "results", "error", "conversation", "meta"})
 _ID = operator.itemgetter("id")
 _SCORE = operator.itemgetter("score")
@@ -425,8 +428,9 @@ _NUMBER_TYPES = frozenset({float, int})
 class _Chunk:
     """A TraceChunk being filled, with the records it came from (to name a bad one)."""
 
-    def __init__(self) -> None:
-        self.records: list[tuple[str, Any]] = []  # (where, the record's object)
+    def __init__(self, dedupe: bool) -> None:
+        self.dedupe = dedupe
+        self.records: list[tuple[int, Any]] = []  # (line or row number, the record's object)
         self.qids: list[str] = []
         self.ids: list[list[str]] = []
         self.scores: list[list[float]] = []
@@ -440,7 +444,7 @@ class _Chunk:
     def add(self, qid: str, ids: list[str], scores: list[float], k: int) -> None:
         if k < len(ids):
             ids, scores = ids[:k], scores[:k]
-        if len(set(ids)) != len(ids):
+        if self.dedupe and len(set(ids)) != len(ids):
             ids, scores, d = _dedupe(ids, scores)
             self.dropped += d
         self.qids.append(qid)
@@ -450,45 +454,44 @@ class _Chunk:
 
     def close(self, path: Path, check: Any) -> TraceChunk:
         """The chunk after the column-wide checks of every id and score; when one fails,
-        `check(path, where, obj)` of each record in order raises the first record's error."""
-        id_types = set(map(type, chain.from_iterable(self.ids)))
-        score_types = set(map(type, chain.from_iterable(self.scores)))
-        ok = id_types <= {str} and "" not in chain.from_iterable(self.ids)
-        ok = ok and score_types <= _NUMBER_TYPES
+        `check(path, number, obj)` of each record in order raises the first record's error."""
+        ok = (set(map(type, chain.from_iterable(self.ids))) <= _STR
+              and "" not in chain.from_iterable(self.ids))
+        score_types = set(map(type, chain.from_iterable(self.scores))) if ok else set()
+        if ok and not score_types <= _NUMBER_TYPES:
+            ok = False
         if ok and score_types:
-            try:
-                values = np.fromiter(chain.from_iterable(self.scores), dtype=np.float64)
+            try:  # a sum of finite floats is finite unless it overflows: then each is checked
+                ok = math.isfinite(sum(map(sum, self.scores))) or bool(np.isfinite(
+                    np.fromiter(chain.from_iterable(self.scores), dtype=np.float64)).all())
             except OverflowError:  # an integer beyond a float's range
                 ok = False
-            else:
-                ok = bool(np.isfinite(values).all())
         if not ok:
-            for where, obj in self.records:
-                check(path, where, obj)
+            for number, obj in self.records:
+                check(path, number, obj)
             raise AssertionError("a chunk failed a check that none of its records fails")
         if score_types - {float}:
             self.scores = [[float(v) for v in sc] for sc in self.scores]
         return TraceChunk(self.qids, self.ids, self.scores, self.ks, self.errors, self.dropped,
-                          max(self.ks, default=0))
+                          max(self.ks, default=0), self.dedupe)
 
 
-def _jsonl_chunks(path: Path, size: int) -> Iterator[TraceChunk]:
+def _jsonl_chunks(path: Path, size: int, dedupe: bool) -> Iterator[TraceChunk]:
     """JSONL trace lines in chunks. Each line is parsed by orjson and its columns taken by C-level
     maps; the checks of ids and scores run once per chunk over all of its values. Anything
     unusual on a line (a type, a field, a line orjson refuses) goes through `_trace_record`, the
     careful reading of one line, which names the line and field of a defect."""
     seen: set[str] = set()
-    ch = _Chunk()
+    ch = _Chunk(dedupe)
     loads = orjson.loads
     fields = _TRACE_FIELDS
     with _open(path) as fh:
         for lineno, raw in enumerate(fh, start=1):
-            if raw.isspace():
-                continue
-            where = f"line {lineno}"
             try:
                 obj = loads(raw)
             except orjson.JSONDecodeError:
+                if raw.isspace():
+                    continue
                 obj = _parse(path, lineno, raw)
                 if obj is None:
                     continue
@@ -508,36 +511,34 @@ def _jsonl_chunks(path: Path, size: int) -> Iterator[TraceChunk]:
                         if type(k) is int and k >= 0:
                             rec = (qid, ids, scores, k, None)
             if rec is None:
-                rec = _trace_record(path, where, obj)
+                rec = _trace_record(path, lineno, obj)
             qid = rec[0]
             if qid in seen:
-                raise InputError(str(path), f"query {qid!r} appears twice", where=where,
-                                 field="query_id", expected="one line per query")
+                raise InputError(str(path), f"query {qid!r} appears twice",
+                                 where=f"line {lineno}", field="query_id",
+                                 expected="one line per query")
             seen.add(qid)
-            ch.records.append((where, obj))
+            ch.records.append((lineno, obj))
             if rec[4] is not None:
                 ch.errors[qid] = rec[4]
             else:
                 try:
-                    ch.add(*rec[:4])
+                    ch.add(qid, rec[1], rec[2], rec[3])
                 except TypeError:  # an unhashable id: the careful reading names it
-                    _trace_record(path, where, obj)
+                    _trace_record(path, lineno, obj)
                     raise
             if len(ch) >= size:
-                yield ch.close(path, _check_jsonl_record)
-                ch = _Chunk()
+                yield ch.close(path, _trace_record)
+                ch = _Chunk(dedupe)
     if len(ch) or not seen:
-        yield ch.close(path, _check_jsonl_record)
+        yield ch.close(path, _trace_record)
 
 
-def _check_jsonl_record(path: Path, where: str, obj: Any) -> None:
-    _trace_record(path, where, obj)
-
-
-def _trace_record(path: Path, where: str,
+def _trace_record(path: Path, lineno: int,
                   obj: Any) -> tuple[str, list[str], list[float], int, str | None]:
     """One trace line read carefully: (query id, ids, scores, k, None), or (query id, [], [],
     0, error message) for a failed query; InputError naming the line and field of a defect."""
+    where = f"line {lineno}"
     if not isinstance(obj, dict):
         raise InputError(str(path), "not a JSON object", where=where,
                          expected="one JSON object per line")
@@ -563,7 +564,7 @@ def _trace_record(path: Path, where: str,
     return qid, ids, scores, k, None
 
 
-def _parquet_chunks(path: Path, size: int) -> Iterator[TraceChunk]:
+def _parquet_chunks(path: Path, size: int, dedupe: bool) -> Iterator[TraceChunk]:
     """Parquet trace rows by record batch (see the README's trace formats for the schema)."""
     try:
         import pyarrow as pa
@@ -582,7 +583,7 @@ def _parquet_chunks(path: Path, size: int) -> Iterator[TraceChunk]:
     cols = [c for c in ("query_id", "k", "results", "error") if c in schema.names]
     seen: set[str] = set()
     row0 = 0
-    ch = _Chunk()
+    ch = _Chunk(dedupe)
     for batch in pf.iter_batches(batch_size=size, columns=cols):
         n = batch.num_rows
         qids = batch.column("query_id").to_pylist()
@@ -628,13 +629,13 @@ def _parquet_chunks(path: Path, size: int) -> Iterator[TraceChunk]:
                 ch.add(qid, flat_ids[lo:hi], flat_scores[lo:hi], k)
             if len(ch) >= size:
                 yield ch.close(path, _no_check)
-                ch = _Chunk()
+                ch = _Chunk(dedupe)
         row0 += n
     if len(ch) or not seen:
         yield ch.close(path, _no_check)
 
 
-def _no_check(path: Path, where: str, obj: Any) -> None:
+def _no_check(path: Path, number: int, obj: Any) -> None:
     """Parquet values were checked column-wise before the chunk was filled."""
 
 
