@@ -28,6 +28,7 @@ from twistbench.audit.targets import (
     build_targets,
     code_gold,
     code_lineage,
+    code_encoded,
     code_rows,
     hit_matrices,
     read_coded_gold,
@@ -35,13 +36,18 @@ from twistbench.audit.targets import (
 )
 from twistbench.audit.traces import (
     CHUNK_QUERIES,
+    EncodedChunk,
     Gold,
     Lineage,
     TraceChunk,
     TraceRun,
+    Unusual,
+    arrow_available,
     bulk_build,
+    iter_encoded_chunks,
     iter_trace_chunks,
     run_name,
+    trace_format,
 )
 
 METRICS: tuple[str, ...] = ("recall", "mrr", "ndcg")
@@ -179,22 +185,34 @@ def rescore(run: TraceRun, lineage: Lineage | CodedLineage, gold: Gold | CodedGo
 def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
                 gold: str | Path | CodedGold, k: int | None = None,
                 variant: str = "standard", *, fmt: str | None = None, name: str | None = None,
-                chunk_queries: int = CHUNK_QUERIES) -> TraceScores:
+                chunk_queries: int = CHUNK_QUERIES, columnar: bool = True) -> TraceScores:
     """Rescore a trace file without holding it: the traces stream by chunks of
     `chunk_queries` queries, each coded, matched and scored, and only the per-query results
     are kept (memory: the coded lineage and gold plus one chunk). The values are those of
     `rescore(read_traces(...), read_lineage(...), read_gold(...))`, whatever the chunk size.
-    `lineage` and `gold` may be files or already coded (to score several runs of one store)."""
+    `lineage` and `gold` may be files or already coded (to score several runs of one store).
+
+    With pyarrow installed (and `columnar`), JSONL and Parquet traces are read by pyarrow on
+    one thread into dictionary-encoded columns; anything unusual in the file sends it to the
+    orjson reading, which names a defect's line and field exactly as read_traces does."""
     discounts(1, variant)
     path = Path(traces)
+    name = name or run_name(path)
     with bulk_build():
         cl = lineage if isinstance(lineage, CodedLineage) else read_coded_lineage(lineage)
         cg = gold if isinstance(gold, CodedGold) else read_coded_gold(gold, cl)
+        if columnar and trace_format(path, fmt) != "trec" and arrow_available():
+            try:  # pyarrow's columns: no Python object per retrieved id
+                return score_chunks(iter_encoded_chunks(path, fmt, chunk_queries), cl, cg, k,
+                                    variant, name)
+            except Unusual:
+                pass  # the careful reading names the defect, or reads what pyarrow would not
         chunks = iter_trace_chunks(path, fmt, chunk_queries, dedupe=False)
-        return score_chunks(chunks, cl, cg, k, variant, name or run_name(path))
+        return score_chunks(chunks, cl, cg, k, variant, name)
 
 
-def score_chunks(chunks: Iterable[TraceChunk], lineage: CodedLineage, gold: CodedGold,
+def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLineage,
+                 gold: CodedGold,
                  k: int | None, variant: str, name: str) -> TraceScores:
     """Score trace chunks one after the other; per gold query, the hit summary of each target
     is kept, and the metrics are finished once the run's k is known (the largest k its traces
@@ -210,7 +228,7 @@ def score_chunks(chunks: Iterable[TraceChunk], lineage: CodedLineage, gold: Code
     index = gold.index
     for ch in chunks:
         kmax = max(kmax, ch.kmax)
-        dropped += ch.duplicates_dropped
+        dropped += getattr(ch, "duplicates_dropped", 0)
         for q, err in ch.errors.items():
             if q in index:
                 errors_all[q] = err
@@ -220,19 +238,35 @@ def score_chunks(chunks: Iterable[TraceChunk], lineage: CodedLineage, gold: Code
                          count=len(ch.qids))
         inside = gi >= 0
         extra += int(inside.size - inside.sum())
-        if not inside.all():
-            if not ch.deduped:  # the repeats of queries outside gold are counted all the same
-                dropped += sum(len(ch.ids[i]) - len(set(ch.ids[i]))
-                               for i in np.flatnonzero(~inside).tolist())
-            sel = np.flatnonzero(inside).tolist()
-            qids = [ch.qids[i] for i in sel]
-            id_lists = [ch.ids[i] for i in sel]
-            gi = gi[inside]
+        if isinstance(ch, EncodedChunk):
+            lengths, ids = ch.lengths, ch.ids
+            if not inside.all():
+                starts = np.cumsum(lengths) - lengths
+                for i in np.flatnonzero(~inside).tolist():  # their repeats count all the same
+                    row = ids[starts[i]:starts[i] + lengths[i]]
+                    dropped += int(row.size - np.unique(row).size)
+                ids = ids[np.repeat(inside, lengths)]
+                lengths = lengths[inside]
+                qids = [q for q, f in zip(ch.qids, inside.tolist()) if f]
+                gi = gi[inside]
+            else:
+                qids = ch.qids
+            if not qids:
+                continue
+            cq = code_encoded(qids, gi, lengths.copy(), ids, ch.vocab, gold, lineage, k)
         else:
-            qids, id_lists = ch.qids, ch.ids
-        if not qids:
-            continue
-        with bulk_build():
+            if not inside.all():
+                if not ch.deduped:  # the repeats of queries outside gold are counted all the same
+                    dropped += sum(len(ch.ids[i]) - len(set(ch.ids[i]))
+                                   for i in np.flatnonzero(~inside).tolist())
+                sel = np.flatnonzero(inside).tolist()
+                qids = [ch.qids[i] for i in sel]
+                id_lists = [ch.ids[i] for i in sel]
+                gi = gi[inside]
+            else:
+                qids, id_lists = ch.qids, ch.ids
+            if not qids:
+                continue
             cq = code_rows(qids, id_lists, gi, gold, lineage, k, dedupe=not ch.deduped)
         unknown += cq.unknown_ids
         dropped += cq.duplicates_dropped

@@ -358,6 +358,12 @@ def code_rows(qids: Sequence[str], id_lists: Sequence[Sequence[str]], gidx: np.n
         if k is not None and mat.shape[1] > k:
             mat = mat[:, :k]
             lengths = np.minimum(lengths, k)
+    return _finish_rows(qids, gidx, conv, mat, lengths, gold, dropped)
+
+
+def _finish_rows(qids: Sequence[str], gidx: np.ndarray, conv: np.ndarray, mat: np.ndarray,
+                 lengths: np.ndarray, gold: CodedGold, dropped: int) -> CodedQueries:
+    """CodedQueries of a coded matrix: the unknown ids counted, the gold anchor edges taken."""
     within = np.arange(mat.shape[1])[None, :] < lengths[:, None]
     unknown = int(((mat < 0) & within).sum())
     off = gold.anchor_off
@@ -365,8 +371,57 @@ def code_rows(qids: Sequence[str], id_lists: Sequence[Sequence[str]], gidx: np.n
     total = int(cnt.sum())
     starts = np.repeat(off[gidx] - (np.cumsum(cnt) - cnt), cnt)
     gold_anchor = gold.anchor_key[np.arange(total, dtype=np.int64) + starts]
-    gold_q = np.repeat(np.arange(q, dtype=np.int64), cnt)
+    gold_q = np.repeat(np.arange(len(gidx), dtype=np.int64), cnt)
     return CodedQueries(list(qids), conv, mat, lengths, gold_q, gold_anchor, unknown, dropped)
+
+
+@_no_gc
+def code_encoded(qids: Sequence[str], gidx: np.ndarray, lengths: np.ndarray, ids: np.ndarray,
+                 vocab: Sequence[str], gold: CodedGold, lineage: CodedLineage,
+                 k: int | None) -> CodedQueries:
+    """Integer-code dictionary-encoded ranked ids: row r's ids are vocab[ids[o_r : o_r + len_r]]
+    (o = the running sum of `lengths`, each already cut at the trace's own k). A repeated id is
+    an equal index, so repeats are found and dropped (first rank kept) without the strings;
+    each distinct (conversation, id) pair is looked up once."""
+    q = len(gidx)
+    conv = gold.conv[gidx]
+    width = int(lengths.max()) if q else 0
+    mat_idx = np.full((q, width), -1, dtype=np.int64)
+    mask = np.arange(width)[None, :] < lengths[:, None]
+    mat_idx[mask] = ids
+    dropped = 0
+    if width > 1:
+        s = np.sort(mat_idx, axis=1)
+        rep = np.flatnonzero(((s[:, 1:] == s[:, :-1]) & (s[:, 1:] >= 0)).any(axis=1))
+        for r in rep.tolist():
+            row = mat_idx[r, :lengths[r]]
+            keep = np.sort(np.unique(row, return_index=True)[1])
+            dropped += row.size - keep.size
+            mat_idx[r] = -1
+            mat_idx[r, :keep.size] = row[keep]
+            lengths[r] = keep.size
+        if rep.size:
+            mask = np.arange(width)[None, :] < lengths[:, None]
+    if k is not None and width > k:
+        mat_idx = mat_idx[:, :k]
+        mask = mask[:, :k]
+        lengths = np.minimum(lengths, k)
+    n_vocab = max(len(vocab), 1)
+    pair = np.repeat(conv, mask.sum(axis=1)) * n_vocab + mat_idx[mask]
+    upair, inverse = np.unique(pair, return_inverse=True)
+    empty: dict[str, int] = {}
+    n_conv = len(lineage.mem_local)
+    tables = lineage.mem_local
+    up_conv = (upair // n_vocab).tolist()
+    up_id = (upair % n_vocab).tolist()
+    local = np.fromiter(
+        ((tables[c] if c < n_conv else empty).get(vocab[i], -1) for c, i in zip(up_conv, up_id)),
+        dtype=np.int64, count=upair.size)
+    start = lineage.conv_start[upair // n_vocab]
+    ucode = np.where(local >= 0, local + start, -1)
+    mat = np.full(mat_idx.shape, -1, dtype=np.int64)
+    mat[mask] = ucode[inverse.reshape(-1)]
+    return _finish_rows(qids, gidx, conv, mat, lengths, gold, dropped)
 
 
 def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,

@@ -564,6 +564,170 @@ def _trace_record(path: Path, lineno: int,
     return qid, ids, scores, k, None
 
 
+@dataclass
+class EncodedChunk:
+    """Consecutive ok queries as dictionary-encoded columns (no Python object per id): query
+    r's ids are vocab[ids[o_r : o_r + lengths[r]]], o = the running sum of lengths, each cut
+    at the query's own k; repeats not yet dropped. Failed queries in `errors`."""
+
+    qids: list[str]
+    lengths: np.ndarray
+    ids: np.ndarray  # int64 indices into vocab
+    vocab: list[str]
+    errors: dict[str, str]
+    kmax: int
+
+
+class Unusual(Exception):
+    """The columnar reading met something it leaves to the careful reading (which either
+    names the defect or reads the record as it always did)."""
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    result_t = pa.list_(pa.struct([("id", pa.string()), ("score", pa.float64())]))
+    return pa.schema([("query_id", pa.string()), ("k", pa.int64()), ("results", result_t),
+                      ("error", pa.string())])
+
+
+def arrow_available() -> bool:
+    try:
+        import pyarrow.json  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
+                        chunk_queries: int = CHUNK_QUERIES) -> Iterator[EncodedChunk]:
+    """A JSONL or Parquet trace file as EncodedChunks, read by pyarrow (JSONL by pyarrow's
+    streaming JSON reader on one thread, Parquet by record batch). Raises Unusual, before or
+    after some chunks, on anything the careful readers must see (a record pyarrow refuses, a
+    field outside the trace format, a null or empty id or query id, a non-finite score, a
+    query id seen twice): the caller then reads the file with iter_trace_chunks."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    path = Path(path)
+    fmt = trace_format(path, fmt)
+    if fmt == "jsonl":
+        import pyarrow.json as pj
+
+        try:
+            reader = pj.open_json(path, read_options=pj.ReadOptions(
+                use_threads=False, block_size=1 << 24), parse_options=pj.ParseOptions(
+                explicit_schema=_arrow_schema(), unexpected_field_behavior="infer"))
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise Unusual(str(exc)) from exc
+        batches = _arrow_batches(reader, pa)
+    elif fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            pf = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise Unusual(str(exc)) from exc
+        batches = _arrow_batches(pf.iter_batches(batch_size=chunk_queries), pa)
+    else:
+        raise Unusual("a TREC run is read by the careful reader")
+    seen: set[str] = set()
+    for batch in batches:
+        names = set(batch.schema.names)
+        if not names <= _TRACE_FIELDS or "query_id" not in names:
+            raise Unusual("columns")
+        for lo in range(0, batch.num_rows, chunk_queries):
+            yield _encode_batch(batch.slice(lo, chunk_queries), seen, pa, pc,
+                                null_k=fmt == "parquet")
+
+
+def _arrow_batches(reader: Iterable[Any], pa: Any) -> Iterator[Any]:
+    it = iter(reader)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+            raise Unusual(str(exc)) from exc
+        yield batch
+
+
+def _encode_batch(batch: Any, seen: set[str], pa: Any, pc: Any, null_k: bool) -> EncodedChunk:
+    """One batch encoded; null_k: a null k means the number of results (Parquet; in JSONL an
+    absent k and "k": null differ, so there the careful reading takes any null k)."""
+    names = batch.schema.names
+    n = batch.num_rows
+    qcol = batch.column("query_id")
+    types = pa.types
+    if not types.is_string(qcol.type) or qcol.null_count or pc.any(pc.equal(qcol, "")).as_py():
+        raise Unusual("query_id")
+    qids = qcol.to_pylist()
+    before = len(seen)
+    seen.update(qids)
+    if len(seen) != before + n:
+        raise Unusual("a query id twice")
+    errors: dict[str, str] = {}
+    failed = np.zeros(n, dtype=bool)
+    if "error" in names:
+        ecol = batch.column("error")
+        if not types.is_string(ecol.type):
+            raise Unusual("error")
+        failed = pc.fill_null(pc.not_equal(ecol, ""), False).to_numpy(zero_copy_only=False)
+        if failed.any():
+            msgs = ecol.to_pylist()
+            errors = {qids[i]: msgs[i] for i in np.flatnonzero(failed).tolist()}
+    if "results" not in names:
+        if not failed.all():
+            raise Unusual("no results")
+        return EncodedChunk([], np.zeros(0, np.int64), np.zeros(0, np.int64), [], errors, 0)
+    res = batch.column("results")
+    if not (types.is_list(res.type) and res.type.value_type.equals(
+            _arrow_schema().field("results").type.value_type)):
+        raise Unusual("results type")
+    valid = res.is_valid().to_numpy(zero_copy_only=False)
+    if (valid & failed).any() or not (valid | failed).all():
+        raise Unusual("results beside an error, or no results")
+    ok = ~failed
+    if failed.any():
+        res = res.filter(pa.array(ok))
+        qids = [q for q, f in zip(qids, failed.tolist()) if not f]
+    lengths = pc.list_value_length(res).to_numpy(zero_copy_only=False).astype(np.int64)
+    if "k" in names:
+        kcol = batch.column("k")
+        if not types.is_integer(kcol.type):
+            raise Unusual("k type")
+        if failed.any():
+            kcol = kcol.filter(pa.array(ok))
+        if kcol.null_count and not null_k:
+            raise Unusual("k null or absent")
+        ks = pc.fill_null(kcol, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        if (ks < -1).any() or kcol.null_count != int((ks == -1).sum()):
+            raise Unusual("k")
+        ks = np.where(ks == -1, lengths, ks)
+    else:
+        ks = lengths
+    id_col, score_col = res.flatten().flatten()
+    if id_col.null_count or score_col.null_count or pc.any(pc.equal(id_col, "")).as_py():
+        raise Unusual("id or score")
+    if not np.isfinite(score_col.to_numpy(zero_copy_only=False)).all():
+        raise Unusual("score")
+    enc = pc.dictionary_encode(id_col)
+    idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    cut = np.minimum(lengths, ks)
+    if (cut < lengths).any():  # keep each trace's first k ids
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        idx = idx[np.repeat(starts, cut) + _ranks(cut)]
+    return EncodedChunk(qids, cut, idx, enc.dictionary.to_pylist(), errors,
+                        int(ks.max()) if ks.size else 0)
+
+
+def _ranks(lengths: np.ndarray) -> np.ndarray:
+    """0 .. len - 1 for each length, concatenated."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
 def _parquet_chunks(path: Path, size: int, dedupe: bool) -> Iterator[TraceChunk]:
     """Parquet trace rows by record batch (see the README's trace formats for the schema)."""
     try:
