@@ -199,7 +199,8 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
     path = Path(traces)
     name = name or run_name(path)
     with bulk_build():
-        cl = lineage if isinstance(lineage, CodedLineage) else read_coded_lineage(lineage)
+        cl = lineage if isinstance(lineage, CodedLineage) else \
+            read_coded_lineage(lineage, columnar)
         cg = gold if isinstance(gold, CodedGold) else read_coded_gold(gold, cl)
         if columnar and trace_format(path, fmt) != "trec" and arrow_available():
             try:  # pyarrow's columns: no Python object per retrieved id

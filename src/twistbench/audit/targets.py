@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from itertools import chain, groupby, repeat
-from typing import ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -37,7 +37,10 @@ from twistbench.audit.traces import (
     Gold,
     Lineage,
     TraceRun,
+    Unusual,
+    arrow_available,
     iter_gold_columns,
+    iter_lineage_arrow,
     iter_lineage_columns,
     read_gold,
     read_lineage,
@@ -147,6 +150,59 @@ class LineageCoder:
                 self.convs[c] = len(self.convs)
                 self.mem_local.append({})
         cc = np.fromiter(map(self.convs.__getitem__, convs), dtype=np.int32, count=n)
+        local = self._locals(cc, mids)
+        flat = list(chain.from_iterable(sources))
+        vocab = self.vocab
+        for a in dict.fromkeys(flat):
+            if a not in vocab:
+                vocab[a] = len(vocab)
+        lens = np.fromiter(map(len, sources), dtype=np.int64, count=n)
+        self.parts.append((
+            cc, local, np.array(raw, dtype=bool), np.array(can, dtype=bool),
+            np.fromiter(map(vocab.__getitem__, flat), dtype=np.int32, count=len(flat)),
+            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int64), lens)))
+        self.n_rows += n
+
+    def add_arrow(self, batch: Any) -> None:
+        """One pyarrow batch of iter_lineage_arrow: the anchors and conversations coded by
+        pyarrow's dictionary encoding, so only the memory ids become Python strings."""
+        import pyarrow.compute as pc
+
+        n = batch.num_rows
+        conv = batch.column("conversation")
+        if conv.null_count:  # absent in the whole batch: the default conversation ""
+            conv_names, conv_idx = [""], np.zeros(n, dtype=np.int64)
+        else:
+            enc = pc.dictionary_encode(conv)
+            conv_names = enc.dictionary.to_pylist()
+            conv_idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+        for c in conv_names:
+            if c not in self.convs:
+                self.convs[c] = len(self.convs)
+                self.mem_local.append({})
+        cc = np.fromiter(map(self.convs.__getitem__, conv_names), dtype=np.int32,
+                         count=len(conv_names))[conv_idx] if n else np.zeros(0, np.int32)
+        mids = batch.column("memory_id").to_pylist()
+        local = self._locals(cc, mids)
+        src = batch.column("sources")
+        lens = pc.list_value_length(src).to_numpy(zero_copy_only=False).astype(np.int64)
+        senc = pc.dictionary_encode(src.flatten())
+        names = senc.dictionary.to_pylist()
+        vocab = self.vocab
+        for a in names:
+            if a not in vocab:
+                vocab[a] = len(vocab)
+        to_vocab = np.fromiter(map(vocab.__getitem__, names), dtype=np.int32, count=len(names))
+        e_vocab = to_vocab[senc.indices.to_numpy(zero_copy_only=False).astype(np.int64)]
+        self.parts.append((
+            cc, local, batch.column("raw").to_numpy(zero_copy_only=False).astype(bool),
+            batch.column("canonical").to_numpy(zero_copy_only=False).astype(bool), e_vocab,
+            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int64), lens)))
+        self.n_rows += n
+
+    def _locals(self, cc: np.ndarray, mids: Sequence[str]) -> np.ndarray:
+        """Local positions of a batch's memories, added to their conversations' tables."""
+        n = len(mids)
         local = np.empty(n, dtype=np.int32)
         pos = 0
         for code, grp in groupby(cc.tolist()):  # runs of one conversation
@@ -159,17 +215,7 @@ class LineageCoder:
                 raise ValueError(f"memory id repeated in conversation {conv!r}")
             local[pos:pos + size] = np.arange(start, start + size, dtype=np.int32)
             pos += size
-        flat = list(chain.from_iterable(sources))
-        vocab = self.vocab
-        for a in dict.fromkeys(flat):
-            if a not in vocab:
-                vocab[a] = len(vocab)
-        lens = np.fromiter(map(len, sources), dtype=np.int64, count=n)
-        self.parts.append((
-            cc, local, np.array(raw, dtype=bool), np.array(can, dtype=bool),
-            np.fromiter(map(vocab.__getitem__, flat), dtype=np.int32, count=len(flat)),
-            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int64), lens)))
-        self.n_rows += n
+        return local
 
     def done(self) -> CodedLineage:
         sizes = np.fromiter(map(len, self.mem_local), dtype=np.int64, count=len(self.mem_local))
@@ -215,11 +261,21 @@ def code_lineage(lineage: Lineage) -> CodedLineage:
 
 
 @_no_gc
-def read_coded_lineage(path: str | Path) -> CodedLineage:
-    """Read and code a lineage file batch by batch, never holding its rows as objects.
-    InputError (through read_lineage, which names the line) on any defect."""
-    coder = LineageCoder()
+def read_coded_lineage(path: str | Path, columnar: bool = True) -> CodedLineage:
+    """Read and code a lineage file batch by batch, never holding its rows as objects (with
+    pyarrow, when installed and `columnar`, else orjson; anything pyarrow leaves aside is read
+    by the orjson reading). InputError (through read_lineage, which names the line) on any
+    defect."""
     try:
+        if columnar and arrow_available():
+            try:
+                coder = LineageCoder()
+                for batch in iter_lineage_arrow(path):
+                    coder.add_arrow(batch)
+                return coder.done()
+            except Unusual:
+                pass
+        coder = LineageCoder()
         for cols in iter_lineage_columns(path):
             coder.add(cols.conversations, cols.memory_ids, cols.sources, cols.raw,
                       cols.canonical)
@@ -409,15 +465,18 @@ def code_encoded(qids: Sequence[str], gidx: np.ndarray, lengths: np.ndarray, ids
     n_vocab = max(len(vocab), 1)
     pair = np.repeat(conv, mask.sum(axis=1)) * n_vocab + mat_idx[mask]
     upair, inverse = np.unique(pair, return_inverse=True)
-    empty: dict[str, int] = {}
+    up_conv = upair // n_vocab
+    local = np.full(upair.size, -1, dtype=np.int64)
+    bounds = np.flatnonzero(np.diff(up_conv)) + 1  # the pairs are sorted by conversation
     n_conv = len(lineage.mem_local)
-    tables = lineage.mem_local
-    up_conv = (upair // n_vocab).tolist()
-    up_id = (upair % n_vocab).tolist()
-    local = np.fromiter(
-        ((tables[c] if c < n_conv else empty).get(vocab[i], -1) for c, i in zip(up_conv, up_id)),
-        dtype=np.int64, count=upair.size)
-    start = lineage.conv_start[upair // n_vocab]
+    for lo, hi in zip(np.concatenate(([0], bounds)).tolist(),
+                      np.concatenate((bounds, [upair.size])).tolist()):
+        c = int(up_conv[lo]) if hi > lo else n_conv
+        if c < n_conv:
+            names = map(vocab.__getitem__, (upair[lo:hi] % n_vocab).tolist())
+            local[lo:hi] = np.fromiter(map(lineage.mem_local[c].get, names, repeat(-1)),
+                                       dtype=np.int64, count=hi - lo)
+    start = lineage.conv_start[up_conv]
     ucode = np.where(local >= 0, local + start, -1)
     mat = np.full(mat_idx.shape, -1, dtype=np.int64)
     mat[mask] = ucode[inverse.reshape(-1)]

@@ -263,6 +263,39 @@ def iter_lineage_columns(path: str | Path) -> Iterator[LineageColumns]:
         yield cols
 
 
+def iter_lineage_arrow(path: str | Path) -> Iterator[Any]:
+    """A lineage JSONL file as pyarrow record batches (one thread), every column checked;
+    Unusual on anything the careful reading must see (a row pyarrow refuses, a null, an
+    empty sources list, a field outside the lineage format)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    schema = pa.schema([("conversation", pa.string()), ("memory_id", pa.string()),
+                        ("sources", pa.list_(pa.string())), ("raw", pa.bool_()),
+                        ("canonical", pa.bool_()), ("text", pa.string())])
+    try:
+        reader = pj.open_json(Path(path), read_options=pj.ReadOptions(
+            use_threads=False, block_size=1 << 24), parse_options=pj.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="error"))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise Unusual(str(exc)) from exc
+    for batch in _arrow_batches(reader, pa):
+        cols = {name: batch.column(name) for name in batch.schema.names}
+        src = cols["sources"]
+        # "text" and "conversation" may be absent (then null: their default), never null
+        # beside a value in the same file, as a JSON null is not a text
+        for name in ("conversation", "text"):
+            c = cols[name]
+            if c.null_count and c.null_count != len(c):
+                raise Unusual(name)
+        if (cols["memory_id"].null_count or src.null_count or cols["raw"].null_count
+                or cols["canonical"].null_count or src.values.null_count
+                or (len(src) and pc.min(pc.list_value_length(src)).as_py() == 0)):
+            raise Unusual("null or empty")
+        yield batch
+
+
 _GOLD_FIELDS = frozenset({"query_id", "conversation", "anchors", "category", "question", "answer",
                           "anchor_texts"})
 _AS_TEXT = {str, int, float, type(None)}  # GoldQuery turns int / float / None into text
