@@ -450,7 +450,7 @@ def code_encoded(qids: Sequence[str], gidx: np.ndarray, lengths: np.ndarray, ids
         s = np.sort(mat_idx, axis=1)
         rep = np.flatnonzero(((s[:, 1:] == s[:, :-1]) & (s[:, 1:] >= 0)).any(axis=1))
         for r in rep.tolist():
-            row = mat_idx[r, :lengths[r]]
+            row = mat_idx[r, :lengths[r]].copy()
             keep = np.sort(np.unique(row, return_index=True)[1])
             dropped += row.size - keep.size
             mat_idx[r] = -1
