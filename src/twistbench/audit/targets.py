@@ -166,6 +166,7 @@ class LineageCoder:
     def add_arrow(self, batch: Any) -> None:
         """One pyarrow batch of iter_lineage_arrow: the anchors and conversations coded by
         pyarrow's dictionary encoding, so only the memory ids become Python strings."""
+        # pyarrow is optional (the parquet extra): imported where it is used
         import pyarrow.compute as pc
 
         n = batch.num_rows

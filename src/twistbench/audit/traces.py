@@ -267,6 +267,7 @@ def iter_lineage_arrow(path: str | Path) -> Iterator[Any]:
     """A lineage JSONL file as pyarrow record batches (one thread), every column checked;
     Unusual on anything the careful reading must see (a row pyarrow refuses, a null, an
     empty sources list, a field outside the lineage format)."""
+    # pyarrow is optional (the parquet extra): imported where it is used
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
@@ -617,6 +618,7 @@ class Unusual(Exception):
 
 
 def _arrow_schema() -> Any:
+    # pyarrow is optional (the parquet extra): imported where it is used
     import pyarrow as pa
 
     result_t = pa.list_(pa.struct([("id", pa.string()), ("score", pa.float64())]))
@@ -626,6 +628,7 @@ def _arrow_schema() -> Any:
 
 def arrow_available() -> bool:
     try:
+        # pyarrow is optional (the parquet extra): imported where it is used
         import pyarrow.json  # noqa: F401
     except ImportError:
         return False
@@ -639,12 +642,14 @@ def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
     after some chunks, on anything the careful readers must see (a record pyarrow refuses, a
     field outside the trace format, a null or empty id or query id, a non-finite score, a
     query id seen twice): the caller then reads the file with iter_trace_chunks."""
+    # pyarrow is optional (the parquet extra): imported where it is used
     import pyarrow as pa
     import pyarrow.compute as pc
 
     path = Path(path)
     fmt = trace_format(path, fmt)
     if fmt == "jsonl":
+        # pyarrow is optional (the parquet extra): imported where it is used
         import pyarrow.json as pj
 
         try:
@@ -655,6 +660,7 @@ def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
             raise Unusual(str(exc)) from exc
         batches = _arrow_batches(reader, pa)
     elif fmt == "parquet":
+        # pyarrow is optional (the parquet extra): imported where it is used
         import pyarrow.parquet as pq
 
         try:
@@ -764,6 +770,7 @@ def _ranks(lengths: np.ndarray) -> np.ndarray:
 def _parquet_chunks(path: Path, size: int, dedupe: bool) -> Iterator[TraceChunk]:
     """Parquet trace rows by record batch (see the README's trace formats for the schema)."""
     try:
+        # pyarrow is optional (the parquet extra): imported where it is used
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
@@ -888,6 +895,7 @@ def write_traces_parquet(path: str | Path, chunks: Iterable[TraceRun | TraceChun
     """Write traces as Parquet (one row per query, a row group per `row_group_queries`), from
     runs or chunks given one after the other, so a large log never has to be in memory whole.
     Returns the number of rows."""
+    # pyarrow is optional (the parquet extra): imported where it is used
     import pyarrow as pa
     import pyarrow.parquet as pq
 
