@@ -44,6 +44,8 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -66,8 +68,8 @@ from twistbench.audit.traces import (
     Lineage,
     LineageRow,
     Trace,
-    TraceRun,
     TraceChunk,
+    TraceRun,
     write_gold_jsonl,
     write_lineage_jsonl,
     write_traces_jsonl,
@@ -131,8 +133,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl",
                     help="the trace file format of the from-files comparison")
+    ap.add_argument("--generate", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     k = args.k
+    if args.generate:
+        generate(Path(args.generate), args.queries, k, args.format)
+        return
     if args.queries > 200_000:
         large(args.queries, k, args.format)
         return
@@ -390,7 +396,8 @@ def pytrec_by_conversations(tp: Path, lp: Path, gp: Path, k: int, pytrec_eval,  
                     by_anchor.setdefault((r["conversation"], a), []).append(r["memory_id"])
             qrels: dict[str, dict[str, int]] = {}
             for g in golds:
-                rel = {m: 1 for a in g["anchors"] for m in by_anchor.get((g["conversation"], a), ())}
+                conv = g["conversation"]
+                rel = {m: 1 for a in g["anchors"] for m in by_anchor.get((conv, a), ())}
                 if rel:
                     qrels[g["query_id"]] = rel
             run = {t["query_id"]: {r["id"]: r["score"] for r in t["results"]} for t in rows}
@@ -402,7 +409,11 @@ def pytrec_by_conversations(tp: Path, lp: Path, gp: Path, k: int, pytrec_eval,  
 def large(n_queries: int, k: int, fmt: str) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         t0 = time.perf_counter()
-        tp, lp, gp = generate(Path(tmp), n_queries, k, fmt)
+        # written by a child process, so that the generator's memory is not this process's peak
+        subprocess.run([sys.executable, __file__, "--generate", tmp, "--queries", str(n_queries),
+                        "--k", str(k), "--format", fmt], check=True)
+        tp, lp, gp = Path(tmp) / f"traces.{fmt}", Path(tmp) / "lineage.jsonl", \
+            Path(tmp) / "gold.jsonl"
         mb = sum(p.stat().st_size for p in (tp, lp, gp)) / 1e6
         print(f"synthetic files: {n_queries:,} queries x {k} ids, {fmt} traces, {mb:,.0f} MB "
               f"({time.perf_counter() - t0:.0f} s to write; peak so far {peak_mb():,.0f} MB)")

@@ -27,8 +27,8 @@ import gc
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from itertools import chain, groupby, repeat
+from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
 import numpy as np

@@ -14,6 +14,10 @@ traces (TREC run format), one line per retrieved id: `qid Q0 docid rank score ta
   (and pytrec_eval) does, the rank column is ignored: ids are ordered per query by score
   (descending), ties (equal score) by docid descending (byte order, trec_eval's strcmp), whatever
   the order of the lines.
+traces (Parquet, a file ending in .parquet; needs pyarrow, the `parquet` extra), one row per
+  query: query_id (string), results (list<struct<id: string, score: double>>, null only on a
+  failed query), k (integer, optional: null = the number of results), error (string,
+  optional), conversation and meta (optional, ignored). Read by record batch.
 lineage (JSONL), one line per stored memory (the LineageRecord of model.py plus a scope):
     {"conversation": "conv-26", "memory_id": "m7", "sources": ["D1:3"], "raw": false,
      "canonical": true, "text": "..."}
