@@ -178,6 +178,13 @@ def test_a_bad_line_deep_in_the_file_is_named(tmp_path: Path, columnar: bool) ->
     with pytest.raises(InputError) as ei:
         score_files(tp, lp, gp, chunk_queries=7, columnar=columnar)
     assert ei.value.where == "line 41" and ei.value.field == "results[0]"
+    obj["results"][0]["score"] = 0.5
+    obj["query_id"] = json.loads(lines[1])["query_id"]
+    lines[40] = json.dumps(obj)
+    tp.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="appears twice") as ei:
+        score_files(tp, lp, gp, chunk_queries=7, columnar=columnar)
+    assert ei.value.where == "line 41" and ei.value.field == "query_id"
     lines[40] = "{not json"
     tp.write_text("\n".join(lines) + "\n")
     with pytest.raises(InputError, match="not valid JSON") as ei:

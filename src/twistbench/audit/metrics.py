@@ -212,6 +212,24 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
         return score_chunks(chunks, cl, cg, k, variant, name)
 
 
+def _no_repeat(ch: EncodedChunk, gi: np.ndarray, inside: np.ndarray, index: dict[str, int],
+               seen: np.ndarray, extra_seen: set[str]) -> None:
+    """Unusual when a query id of the chunk was read before (the careful reading then names
+    the line): a flag per gold query, a set only for the ids outside gold."""
+    err = np.fromiter(map(index.get, ch.errors, repeat(-1)), dtype=np.int64,
+                      count=len(ch.errors))
+    rows = np.concatenate((gi[inside], err[err >= 0]))
+    if seen[rows].any() or np.unique(rows).size != rows.size:
+        raise Unusual("a query id twice")
+    seen[rows] = True
+    others = [q for q, f in zip(ch.qids, inside.tolist()) if not f]
+    others += [q for q in ch.errors if q not in index]
+    before = len(extra_seen)
+    extra_seen.update(others)
+    if len(extra_seen) != before + len(others):
+        raise Unusual("a query id twice")
+
+
 def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLineage,
                  gold: CodedGold,
                  k: int | None, variant: str, name: str) -> TraceScores:
@@ -220,12 +238,15 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
     declare, when `k` is None)."""
     g = len(gold.qids)
     has_trace = np.zeros(g, dtype=bool)
-    n_rel = {t: np.zeros(g, dtype=np.int64) for t in TARGETS}
-    nhits = {t: np.zeros(g, dtype=np.int64) for t in TARGETS}
-    first = {t: np.zeros(g, dtype=np.int64) for t in TARGETS}
+    # per gold query, for a million queries a few tens of MB: counts fit 32 bits
+    n_rel = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
+    nhits = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
+    first = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
     dcg = {t: np.zeros(g, dtype=np.float64) for t in TARGETS}
     errors_all: dict[str, str] = {}
     extra = dropped = unknown = kmax = 0
+    seen = np.zeros(g, dtype=bool)  # a query id read twice (checked here for EncodedChunks)
+    extra_seen: set[str] = set()
     index = gold.index
     for ch in chunks:
         kmax = max(kmax, ch.kmax)
@@ -240,6 +261,7 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
         inside = gi >= 0
         extra += int(inside.size - inside.sum())
         if isinstance(ch, EncodedChunk):
+            _no_repeat(ch, gi, inside, index, seen, extra_seen)
             lengths, ids = ch.lengths, ch.ids
             if not inside.all():
                 starts = np.cumsum(lengths) - lengths
@@ -285,11 +307,12 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
     for t in TARGETS:
         m = finish_metrics(nhits[t][rows], first[t][rows], dcg[t][rows], n_rel[t][rows], kk,
                            variant)
-        first_hit[t] = m.pop("first_hit")
+        first_hit[t] = m.pop("first_hit").astype(np.int64)
         scores[t] = m
     errors = {q: errors_all[q] for q in gold.qids if q in errors_all} if errors_all else {}
     missing = [gold.qids[i] for i in np.flatnonzero(~has_trace).tolist()
                if gold.qids[i] not in errors]
     cats = [gold.categories[i] for i in rows.tolist()]
-    return TraceScores(name, kk, variant, qids, cats, {t: n_rel[t][rows] for t in TARGETS},
+    return TraceScores(name, kk, variant, qids, cats,
+                       {t: n_rel[t][rows].astype(np.int64) for t in TARGETS},
                        scores, first_hit, errors, missing, extra, dropped, unknown)

@@ -160,7 +160,7 @@ class LineageCoder:
         self.parts.append((
             cc, local, np.array(raw, dtype=bool), np.array(can, dtype=bool),
             np.fromiter(map(vocab.__getitem__, flat), dtype=np.int32, count=len(flat)),
-            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int64), lens)))
+            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int32), lens)))
         self.n_rows += n
 
     def add_arrow(self, batch: Any) -> None:
@@ -198,7 +198,7 @@ class LineageCoder:
         self.parts.append((
             cc, local, batch.column("raw").to_numpy(zero_copy_only=False).astype(bool),
             batch.column("canonical").to_numpy(zero_copy_only=False).astype(bool), e_vocab,
-            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int64), lens)))
+            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int32), lens)))
         self.n_rows += n
 
     def _locals(self, cc: np.ndarray, mids: Sequence[str]) -> np.ndarray:
@@ -223,22 +223,39 @@ class LineageCoder:
         conv_start = np.zeros(len(sizes) + 2, dtype=np.int64)
         np.cumsum(sizes, out=conv_start[1:-1])
         conv_start[-1] = conv_start[-2]  # the store-less conversation: no memory
-        cols = [np.concatenate([p[i] for p in self.parts]) if self.parts else
-                np.zeros(0, dtype=np.int64) for i in range(6)]
+        parts = [list(p) for p in self.parts]  # each column freed as soon as it is joined
+        self.parts = []
+        cols = []
+        for i in range(6):
+            cols.append(np.concatenate([p[i] for p in parts]) if parts else
+                        np.zeros(0, dtype=np.int32))
+            for p in parts:
+                p[i] = None
+        del parts
         rc, local, raw_rows, can_rows, e_vocab, e_row = cols
-        code = conv_start[rc.astype(np.int64)] + local
+        del cols
+        code = (conv_start[rc] + local).astype(np.int32 if conv_start[-1] < 2**31 else np.int64)
         m = int(conv_start[-1])
         raw = np.zeros(m, dtype=bool)
         can = np.zeros(m, dtype=bool)
         raw[code] = raw_rows
         can[code] = can_rows
-        key = rc[e_row].astype(np.int64) * max(len(self.vocab), 1) + e_vocab
+        del raw_rows, can_rows, local
+        key = rc[e_row].astype(np.int64)
+        key *= max(len(self.vocab), 1)
+        key += e_vocab
         mem = code[e_row]
-        order = np.lexsort((mem, key))
-        key, mem = key[order], mem[order]
+        del e_row, e_vocab, rc, code
+        # A stable sort by anchor key: one memory's edges keep their order among equal keys,
+        # so a source listed twice for one memory gives two adjacent equal edges.
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        mem = mem[order]
+        del order
         if key.size > 1:  # a source listed twice for one memory is one edge
             keep = np.concatenate(([True], (key[1:] != key[:-1]) | (mem[1:] != mem[:-1])))
-            key, mem = key[keep], mem[keep]
+            if not keep.all():
+                key, mem = key[keep], mem[keep]
         return CodedLineage(self.convs, conv_start, self.mem_local, self.vocab, raw, can, key,
                             mem, self.n_rows)
 

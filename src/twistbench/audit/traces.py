@@ -644,8 +644,9 @@ def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
     """A JSONL or Parquet trace file as EncodedChunks, read by pyarrow (JSONL by pyarrow's
     streaming JSON reader on one thread, Parquet by record batch). Raises Unusual, before or
     after some chunks, on anything the careful readers must see (a record pyarrow refuses, a
-    field outside the trace format, a null or empty id or query id, a non-finite score, a
-    query id seen twice): the caller then reads the file with iter_trace_chunks."""
+    field outside the trace format, a null or empty id or query id, a non-finite score): the
+    caller then reads the file with iter_trace_chunks. A query id read twice is for the caller
+    to find (score_chunks keeps a flag per gold query rather than every id read)."""
     # pyarrow is optional (the parquet extra): imported where it is used
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -674,14 +675,12 @@ def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
         batches = _arrow_batches(pf.iter_batches(batch_size=chunk_queries), pa)
     else:
         raise Unusual("a TREC run is read by the careful reader")
-    seen: set[str] = set()
     for batch in batches:
         names = set(batch.schema.names)
         if not names <= _TRACE_FIELDS or "query_id" not in names:
             raise Unusual("columns")
         for lo in range(0, batch.num_rows, chunk_queries):
-            yield _encode_batch(batch.slice(lo, chunk_queries), seen, pa, pc,
-                                null_k=fmt == "parquet")
+            yield _encode_batch(batch.slice(lo, chunk_queries), pa, pc, null_k=fmt == "parquet")
 
 
 def _arrow_batches(reader: Iterable[Any], pa: Any) -> Iterator[Any]:
@@ -696,7 +695,7 @@ def _arrow_batches(reader: Iterable[Any], pa: Any) -> Iterator[Any]:
         yield batch
 
 
-def _encode_batch(batch: Any, seen: set[str], pa: Any, pc: Any, null_k: bool) -> EncodedChunk:
+def _encode_batch(batch: Any, pa: Any, pc: Any, null_k: bool) -> EncodedChunk:
     """One batch encoded; null_k: a null k means the number of results (Parquet; in JSONL an
     absent k and "k": null differ, so there the careful reading takes any null k)."""
     names = batch.schema.names
@@ -706,10 +705,6 @@ def _encode_batch(batch: Any, seen: set[str], pa: Any, pc: Any, null_k: bool) ->
     if not types.is_string(qcol.type) or qcol.null_count or pc.any(pc.equal(qcol, "")).as_py():
         raise Unusual("query_id")
     qids = qcol.to_pylist()
-    before = len(seen)
-    seen.update(qids)
-    if len(seen) != before + n:
-        raise Unusual("a query id twice")
     errors: dict[str, str] = {}
     failed = np.zeros(n, dtype=bool)
     if "error" in names:
