@@ -132,21 +132,6 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield lineno, line
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line; InputError on bad JSON or non-objects.
-
-    Lines are parsed by orjson (0.50 of the stdlib's parsing time on 100,000 queries x 60:
-    benchmarks/bench_trace_io.py, which measured pyarrow at 0.81 and polars at 1.20 once their
-    columns become the lists the rescoring reads). A line orjson refuses is parsed again by the
-    stdlib, so what is accepted (NaN, lone surrogates) and every error message are the stdlib
-    reader's; one difference: orjson reads an integer beyond 64 bits as a float, so such a `k`
-    is refused as not an integer."""
-    for lineno, raw in _raw_lines(path):
-        obj = _parse(path, lineno, raw)
-        if obj is not None:
-            yield lineno, obj
-
-
 def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with _open(path) as fh:
         for lineno, raw in enumerate(fh, start=1):
@@ -155,7 +140,14 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any] | None:
-    """One line's object (orjson, else the stdlib); None for a line of Unicode whitespace."""
+    """One line's object (orjson, else the stdlib); None for a line of Unicode whitespace.
+
+    Lines are parsed by orjson (0.50 of the stdlib's parsing time on 100,000 queries x 60:
+    benchmarks/bench_trace_io.py, which measured pyarrow at 0.81 and polars at 1.20 once their
+    columns become the lists the rescoring reads). A line orjson refuses is parsed again by the
+    stdlib, so what is accepted (NaN, lone surrogates) and every error message are the stdlib
+    reader's; one difference: orjson reads an integer beyond 64 bits as a float, so such a `k`
+    is refused as not an integer."""
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
