@@ -12,7 +12,7 @@ import pytest
 from synth import make_inputs
 
 from twistbench.audit.metrics import TraceScores, rescore, score_files
-from twistbench.audit.targets import TARGETS, read_coded_lineage
+from twistbench.audit.targets import TARGETS, read_coded_gold, read_coded_lineage
 from twistbench.audit.traces import (
     Trace,
     iter_trace_chunks,
@@ -242,3 +242,27 @@ def test_lineage_coded_alike_by_both_readers(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="repeated") as ei:
             read_coded_lineage(lp2, columnar=columnar)
         assert ei.value.where == "line 3"
+
+
+def test_gold_coded_alike_by_both_readers(tmp_path: Path) -> None:
+    tp, lp, gp = _files(tmp_path)
+    cl = read_coded_lineage(lp)
+    gp2 = tmp_path / "gold2.jsonl"  # LoCoMo's integer categories, anchor texts, a repeat
+    gp2.write_text("\n".join(json.dumps(r) for r in [
+        {"query_id": "a", "conversation": "c0", "anchors": ["D1", "D1", "D2"], "category": 4,
+         "anchor_texts": {"D1": "hello"}},
+        {"query_id": "b", "conversation": "nowhere", "anchors": ["D1"], "category": "2"},
+    ]) + "\n")
+    for path in (gp, gp2):
+        a = read_coded_gold(path, cl, columnar=True)
+        b = read_coded_gold(path, cl, columnar=False)
+        assert a.qids == b.qids and a.index == b.index and a.categories == b.categories
+        for f in ("conv", "anchor_off", "anchor_key"):
+            assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    assert a.categories == ["4", "2"] and a.anchor_off.tolist() == [0, 2, 3]  # D1 once
+    gp2.write_text(json.dumps({"query_id": "a", "anchors": ["D1"]}) + "\n"
+                   + json.dumps({"query_id": "a", "anchors": ["D2"]}) + "\n")
+    for columnar in (True, False):
+        with pytest.raises(InputError, match="appears twice") as ei:
+            read_coded_gold(gp2, cl, columnar=columnar)
+        assert ei.value.where == "line 2"

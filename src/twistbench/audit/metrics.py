@@ -201,7 +201,7 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
     with bulk_build():
         cl = lineage if isinstance(lineage, CodedLineage) else \
             read_coded_lineage(lineage, columnar)
-        cg = gold if isinstance(gold, CodedGold) else read_coded_gold(gold, cl)
+        cg = gold if isinstance(gold, CodedGold) else read_coded_gold(gold, cl, columnar)
         if columnar and trace_format(path, fmt) != "trec" and arrow_available():
             try:  # pyarrow's columns: no Python object per retrieved id
                 return score_chunks(iter_encoded_chunks(path, fmt, chunk_queries), cl, cg, k,

@@ -39,6 +39,7 @@ from twistbench.audit.traces import (
     TraceRun,
     Unusual,
     arrow_available,
+    iter_gold_arrow,
     iter_gold_columns,
     iter_lineage_arrow,
     iter_lineage_columns,
@@ -343,6 +344,42 @@ class GoldCoder:
         self.q_of_anchor.extend((qk + q0).tolist())
         self.anchor_key.extend(keys.tolist())
 
+    def add_arrow(self, batch: Any) -> None:
+        """One pyarrow batch of iter_gold_arrow (conversations, categories and anchors coded
+        through pyarrow's dictionary encoding)."""
+        # pyarrow is optional (the parquet extra): imported where it is used
+        import pyarrow.compute as pc
+
+        def encoded(col: Any) -> tuple[list[str], np.ndarray]:
+            enc = pc.dictionary_encode(col)
+            return enc.dictionary.to_pylist(), enc.indices.to_numpy(
+                zero_copy_only=False).astype(np.int64)
+
+        cl = self.lineage
+        qids = batch.column("query_id").to_pylist()
+        q0 = len(self.qids)
+        self.qids.extend(qids)
+        n = len(qids)
+        if n == 0:
+            return
+        names, idx = encoded(batch.column("conversation"))
+        cc = np.fromiter(map(cl.conv_code, names), dtype=np.int64, count=len(names))[idx]
+        self.conv.extend(cc.astype(np.int32).tolist())
+        names, idx = encoded(batch.column("category"))
+        names = [self.cat_cache.setdefault(c, c) for c in names]
+        self.cats.extend(map(names.__getitem__, idx.tolist()))
+        anchors = batch.column("anchors")
+        lens = pc.list_value_length(anchors).to_numpy(zero_copy_only=False).astype(np.int64)
+        names, idx = encoded(anchors.flatten())
+        to_voc = np.fromiter(map(cl.anchor_vocab.get, names, repeat(-1)), dtype=np.int64,
+                             count=len(names))
+        voc = to_voc[idx] if idx.size else np.zeros(0, dtype=np.int64)
+        qrep = np.repeat(np.arange(n, dtype=np.int64), lens)
+        known = voc >= 0
+        qk = qrep[known]
+        self.q_of_anchor.extend((qk + q0).tolist())
+        self.anchor_key.extend((cc[qk] * cl.n_vocab + voc[known]).tolist())
+
     def done(self) -> CodedGold:
         g = len(self.qids)
         index = dict(zip(self.qids, range(g)))
@@ -372,11 +409,21 @@ def code_gold(gold: Gold, lineage: CodedLineage) -> CodedGold:
 
 
 @_no_gc
-def read_coded_gold(path: str | Path, lineage: CodedLineage) -> CodedGold:
-    """Read and code a gold file batch by batch; InputError (through read_gold) on a defect."""
-    coder = GoldCoder(lineage)
-    for cols in iter_gold_columns(path):
-        coder.add(cols.query_ids, cols.conversations, cols.anchors, cols.categories)
+def read_coded_gold(path: str | Path, lineage: CodedLineage, columnar: bool = True) -> CodedGold:
+    """Read and code a gold file batch by batch (pyarrow when installed and `columnar`, else
+    or for anything unusual orjson); InputError (through read_gold) on a defect."""
+    coder = None
+    if columnar and arrow_available():
+        try:
+            coder = GoldCoder(lineage)
+            for batch in iter_gold_arrow(path):
+                coder.add_arrow(batch)
+        except Unusual:
+            coder = None
+    if coder is None:
+        coder = GoldCoder(lineage)
+        for cols in iter_gold_columns(path):
+            coder.add(cols.query_ids, cols.conversations, cols.anchors, cols.categories)
     try:
         return coder.done()
     except ValueError:

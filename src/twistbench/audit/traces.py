@@ -298,6 +298,42 @@ _GOLD_FIELDS = frozenset({"query_id", "conversation", "anchors", "category", "qu
 _AS_TEXT = {str, int, float, type(None)}  # GoldQuery turns int / float / None into text
 
 
+def iter_gold_arrow(path: str | Path) -> Iterator[Any]:
+    """A gold JSONL file as pyarrow record batches (one thread); Unusual on anything the
+    careful reading must see: a row pyarrow refuses, any null (an absent field and a JSON null
+    differ there), an empty query id, an integer category (LoCoMo's; GoldQuery turns it into
+    text), anchor_texts other than an object of texts, a field outside the gold format."""
+    # pyarrow is optional (the parquet extra): imported where it is used
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    schema = pa.schema([("query_id", pa.string()), ("conversation", pa.string()),
+                        ("anchors", pa.list_(pa.string())), ("category", pa.string()),
+                        ("question", pa.string()), ("answer", pa.string())])
+    try:
+        reader = pj.open_json(Path(path), read_options=pj.ReadOptions(
+            use_threads=False, block_size=1 << 24), parse_options=pj.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="infer"))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise Unusual(str(exc)) from exc
+    for batch in _arrow_batches(reader, pa):
+        if not set(batch.schema.names) <= _GOLD_FIELDS:
+            raise Unusual("fields")
+        if "anchor_texts" in batch.schema.names:
+            t = batch.schema.field("anchor_texts").type
+            if not (pa.types.is_null(t) or pa.types.is_struct(t) and all(
+                    pa.types.is_string(t.field(i).type) for i in range(t.num_fields))):
+                raise Unusual("anchor_texts")
+        if any(batch.column(i).null_count for i in range(batch.num_columns)
+               if batch.schema.names[i] != "anchor_texts"):
+            raise Unusual("null")
+        if (batch.column("anchors").values.null_count
+                or pc.any(pc.equal(batch.column("query_id"), "")).as_py()):
+            raise Unusual("null anchor or empty query id")
+        yield batch
+
+
 @dataclass
 class GoldColumns:
     """Consecutive gold rows as columns (what the scoring needs)."""
