@@ -45,6 +45,7 @@ from twistbench.audit.traces import (
     iter_lineage_columns,
     read_gold,
     read_lineage,
+    release_arrow_memory,
 )
 
 TARGETS: tuple[str, ...] = ("raw", "src", "can")
@@ -291,6 +292,7 @@ def read_coded_lineage(path: str | Path, columnar: bool = True) -> CodedLineage:
                 coder = LineageCoder()
                 for batch in iter_lineage_arrow(path):
                     coder.add_arrow(batch)
+                release_arrow_memory()
                 return coder.done()
             except Unusual:
                 pass
@@ -418,6 +420,7 @@ def read_coded_gold(path: str | Path, lineage: CodedLineage, columnar: bool = Tr
             coder = GoldCoder(lineage)
             for batch in iter_gold_arrow(path):
                 coder.add_arrow(batch)
+            release_arrow_memory()
         except Unusual:
             coder = None
     if coder is None:

@@ -667,6 +667,15 @@ def arrow_available() -> bool:
     return True
 
 
+def release_arrow_memory() -> None:
+    """Hand the memory pyarrow's allocator keeps for reuse back to the system (after a file is
+    read: its batches are gone, and a large lineage must not leave its buffers in the peak)."""
+    # pyarrow is optional (the parquet extra): imported where it is used
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
 def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
                         chunk_queries: int = CHUNK_QUERIES) -> Iterator[EncodedChunk]:
     """A JSONL or Parquet trace file as EncodedChunks, read by pyarrow (JSONL by pyarrow's
