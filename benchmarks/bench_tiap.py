@@ -4,6 +4,10 @@ Synthetic but realistic shape: 1,000 conversations, each a store of 300 raw turn
 parser facts per turn (~750 memories), 100 queries per conversation (100,000 queries) with
 1-3 gold anchors and a top-60 trace drawn from the conversation's store.
 
+Everything runs in this one process, on one thread of ours: no multiprocessing, and pyarrow
+(when installed, it reads the JSONL and Parquet columns) is asked for one thread
+(ReadOptions(use_threads=False); a Parquet file is read by record batch).
+
 Printed, each the median of --repeats runs in this one process:
   ours   rescore(): Raw + Source + Canonical, Recall@60 / MRR / nDCG@60, from the in-memory
          trace/lineage/gold objects (integer coding included);
@@ -14,28 +18,47 @@ Printed, each the median of --repeats runs in this one process:
          end, or with their inputs prepared);
   the paired bootstrap, 3,000 resamples over the 100,000 queries (one metric, and three
          metrics sharing one draw).
-  from files (issue 18's goal): the same inputs written as traces.jsonl, lineage.jsonl and
-         gold.jsonl; ours = read_traces + read_lineage + read_gold + rescore (3 targets x 3
-         metrics); pytrec_eval = reading the same files (orjson, as our reader does) into its
-         run dict and its qrels of ONE target (Source) + RelevanceEvaluator + evaluate.
+  from files (issue 18's goal): the same inputs written as traces.jsonl (or traces.parquet
+         with --format parquet), lineage.jsonl and gold.jsonl; ours = score_files (reading,
+         coding and scoring 3 targets x 3 metrics, the traces streamed by chunks of 10,000
+         queries); pytrec_eval = reading the same files (orjson per line, as its users would;
+         pyarrow record batches for Parquet) into its run dict and its qrels of ONE target
+         (Source) + RelevanceEvaluator + evaluate.
 Goal: ours for three targets < pytrec_eval for one. The last line is `ratio from files: R`,
 R = ours (3 targets, from files) / pytrec_eval (1 target, from files, dict building included).
 
-Run: .venv/bin/python benchmarks/bench_tiap.py [--queries 100000] [--repeats 3]
+Large logs (--queries above 200,000): the in-memory sections are skipped and the files are
+generated conversation by conversation straight to disk, so that nothing holds all queries;
+ours is then measured once with the peak resident memory of this process (ru_maxrss, printed
+before the reference runs), and pytrec_eval, which has no streaming of its own and whose
+dicts for 1,000,000 queries x 60 would not fit, is given the same files 100 conversations at a
+time (the generator writes every file in conversation order; its per-chunk dict building and
+evaluation are summed).
+
+The from-files runs alternate ours and pytrec_eval (so both meet the same load on a shared
+machine) and print CPU time (process_time) beside wall time; R is the ratio of wall medians.
+--files-only runs that comparison alone, on files written by conversation as for large logs.
+
+Run: .venv/bin/python benchmarks/bench_tiap.py [--queries 100000] [--repeats 3] [--files-only]
+     .venv/bin/python benchmarks/bench_tiap.py --queries 1000000 --format parquet
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import orjson
 
-from twistbench.audit.metrics import metrics_from_hits, rescore
+from twistbench.audit.metrics import metrics_from_hits, rescore, score_files
 from twistbench.audit.targets import (
     TARGETS,
     build_targets,
@@ -49,13 +72,12 @@ from twistbench.audit.traces import (
     Lineage,
     LineageRow,
     Trace,
+    TraceChunk,
     TraceRun,
-    read_gold,
-    read_lineage,
-    read_traces,
     write_gold_jsonl,
     write_lineage_jsonl,
     write_traces_jsonl,
+    write_traces_parquet,
 )
 from twistbench.stats import paired_bootstrap, paired_bootstrap_many
 
@@ -113,8 +135,24 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=100_000)
     ap.add_argument("--k", type=int, default=60)
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--format", choices=("jsonl", "parquet"), default="jsonl",
+                    help="the trace file format of the from-files comparison")
+    ap.add_argument("--files-only", action="store_true",
+                    help="only the from-files comparison (the files written by conversation)")
+    ap.add_argument("--generate", metavar="DIR", help=argparse.SUPPRESS)
     args = ap.parse_args()
     k = args.k
+    if args.generate:
+        generate(Path(args.generate), args.queries, k, args.format)
+        return
+    if args.queries > 200_000:
+        large(args.queries, k, args.format)
+        return
+    if args.files_only:
+        import pytrec_eval  # the test extra: the reference
+
+        from_files(None, None, None, k, args.repeats, pytrec_eval, args.format, args.queries)
+        return
 
     t0 = time.perf_counter()
     run, lin, gold = make(args.queries, k)
@@ -194,21 +232,50 @@ def main() -> None:
     t_boot3, _ = timed(lambda: paired_bootstrap_many(d3), args.repeats)
     print(f"paired bootstrap, 3,000 resamples, three metrics on one shared draw: {t_boot3:.2f} s")
     if pytrec_eval is not None:
-        from_files(run, lin, gold, k, args.repeats, pytrec_eval)
+        from_files(run, lin, gold, k, args.repeats, pytrec_eval, args.format)
 
 
-def from_files(run: TraceRun, lin: Lineage, gold: Gold, k: int, repeats: int,
-               pytrec_eval) -> None:  # noqa: ANN001 - the module
+def peak_mb() -> float:
+    """Peak resident memory of this process so far (ru_maxrss is in KiB on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def read_traces_dict(tp: Path) -> dict[str, dict[str, float]]:
+    """pytrec_eval's run dict from a trace file, as its users would build it."""
+    trec_run: dict[str, dict[str, float]] = {}
+    if tp.suffix == ".parquet":
+        import pyarrow.parquet as pq  # the parquet extra, only for --format parquet
+
+        for batch in pq.ParquetFile(tp).iter_batches(batch_size=10_000):
+            for t in batch.to_pylist():
+                trec_run[t["query_id"]] = {r["id"]: r["score"] for r in t["results"]}
+        return trec_run
+    with open(tp, "rb") as fh:
+        for line in fh:
+            t = orjson.loads(line)
+            trec_run[t["query_id"]] = {r["id"]: r["score"] for r in t["results"]}
+    return trec_run
+
+
+def from_files(run: TraceRun | None, lin: Lineage | None, gold: Gold | None, k: int,
+               repeats: int, pytrec_eval, fmt: str,  # noqa: ANN001 - the module
+               n_queries: int = 0) -> None:
     with tempfile.TemporaryDirectory() as tmp:
-        tp, lp, gp = Path(tmp) / "traces.jsonl", Path(tmp) / "lineage.jsonl", \
+        tp, lp, gp = Path(tmp) / f"traces.{fmt}", Path(tmp) / "lineage.jsonl", \
             Path(tmp) / "gold.jsonl"
-        write_traces_jsonl(tp, run)
-        write_lineage_jsonl(lp, lin.rows)
-        write_gold_jsonl(gp, gold.queries.values())
+        if run is None:  # --files-only: the same shape, written by conversation
+            generate(Path(tmp), n_queries, k, fmt)
+        else:
+            if fmt == "parquet":
+                write_traces_parquet(tp, [run])
+            else:
+                write_traces_jsonl(tp, run)
+            write_lineage_jsonl(lp, lin.rows)
+            write_gold_jsonl(gp, gold.queries.values())
         mb = sum(p.stat().st_size for p in (tp, lp, gp)) / 1e6
 
         def ours():  # noqa: ANN202
-            return rescore(read_traces(tp, fmt="jsonl"), read_lineage(lp), read_gold(gp), k=k)
+            return score_files(tp, lp, gp, k=k, fmt=fmt)
 
         def theirs():  # noqa: ANN202
             by_anchor: dict[tuple[str, str], list[str]] = {}
@@ -225,21 +292,181 @@ def from_files(run: TraceRun, lin: Lineage, gold: Gold, k: int, repeats: int,
                            for m in by_anchor.get((g["conversation"], a), ())}
                     if rel:
                         qrels[g["query_id"]] = rel
-            trec_run: dict[str, dict[str, float]] = {}
-            with open(tp, "rb") as fh:
-                for line in fh:
-                    t = orjson.loads(line)
-                    trec_run[t["query_id"]] = {r["id"]: r["score"] for r in t["results"]}
+            trec_run = read_traces_dict(tp)
             measures = {f"ndcg_cut_{k}", f"recall_{k}", "recip_rank"}
             return pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(trec_run)
 
-        t_ours, rs = timed(ours, repeats)
-        t_theirs, ev = timed(theirs, repeats)
+        # Alternated (ours, theirs, ours, ...) so that both meet the same load on a shared
+        # machine; wall and CPU time (process_time) are both kept.
+        wall: dict[str, list[float]] = {"ours": [], "theirs": []}
+        cpu: dict[str, list[float]] = {"ours": [], "theirs": []}
+        rs = ev = None
+        for _ in range(repeats):
+            for name, fn in (("ours", ours), ("theirs", theirs)):
+                w0, c0 = time.perf_counter(), time.process_time()
+                out = fn()
+                wall[name].append(time.perf_counter() - w0)
+                cpu[name].append(time.process_time() - c0)
+                if name == "ours":
+                    rs = out
+                else:
+                    ev = out
+                out = None
+        t_ours, t_theirs = statistics.median(wall["ours"]), statistics.median(wall["theirs"])
+        c_ours, c_theirs = statistics.median(cpu["ours"]), statistics.median(cpu["theirs"])
         diff = max(abs(rs.scores["src"]["ndcg"][i] - ev[q][f"ndcg_cut_{k}"])
                    for i, q in enumerate(rs.qids) if q in ev)
-        print(f"from files ({mb:.0f} MB): ours, 3 targets x 3 metrics {t_ours:.2f} s; "
-              f"pytrec_eval, 1 target, its dicts built from the files {t_theirs:.2f} s; "
-              f"max |Δ nDCG@{k}| (Source) {diff:.1e}")
+        print(f"from files ({fmt} traces, {mb:.0f} MB): ours, 3 targets x 3 metrics "
+              f"{t_ours:.2f} s (CPU {c_ours:.2f} s); pytrec_eval, 1 target, its dicts built "
+              f"from the files {t_theirs:.2f} s (CPU {c_theirs:.2f} s); max |Δ nDCG@{k}| "
+              f"(Source) {diff:.1e}")
+        print(f"  every run, wall s: ours {[round(x, 2) for x in wall['ours']]}, pytrec_eval "
+              f"{[round(x, 2) for x in wall['theirs']]}; CPU ratio {c_ours / c_theirs:.2f}")
+        print(f"peak resident memory of this process: {peak_mb():,.0f} MB")
+        print(f"ratio from files: {t_ours / t_theirs:.2f}")
+
+
+PER_CONV, N_TURNS = 100, 300
+
+
+def generate(tmp: Path, n_queries: int, k: int, fmt: str, seed: int = 1337,
+             convs_per_chunk: int = 100) -> tuple[Path, Path, Path]:
+    """make()'s shape written conversation by conversation (a chunk of conversations at a time),
+    every file in conversation order; nothing holds more than one chunk."""
+    rng = np.random.default_rng(seed)
+    n_conv = max(1, n_queries // PER_CONV)
+    tp, lp, gp = tmp / f"traces.{fmt}", tmp / "lineage.jsonl", tmp / "gold.jsonl"
+    turn_ids = [f"D{t}" for t in range(N_TURNS)]
+    scores = [float(x) for x in np.linspace(1.0, 0.01, k)]
+
+    def chunks() -> Iterator[TraceChunk]:
+        with open(lp, "wb") as lf, open(gp, "wb") as gf:
+            for c0 in range(0, n_conv, convs_per_chunk):
+                qids: list[str] = []
+                ids: list[list[str]] = []
+                for c in range(c0, min(n_conv, c0 + convs_per_chunk)):
+                    conv = f"conv-{c}"
+                    mem: list[str] = []
+                    nf = rng.integers(0, 4, size=N_TURNS)
+                    lines = []
+                    for t in range(N_TURNS):
+                        mid = f"{conv}:{turn_ids[t]}"
+                        lines.append({"canonical": False, "conversation": conv, "memory_id": mid,
+                                      "raw": True, "sources": [turn_ids[t]], "text": ""})
+                        mem.append(mid)
+                        for f in range(int(nf[t])):
+                            fid = f"{mid}#f{f}"
+                            lines.append({"canonical": True, "conversation": conv,
+                                          "memory_id": fid, "raw": False,
+                                          "sources": [turn_ids[t]], "text": ""})
+                            mem.append(fid)
+                    lf.write(b"\n".join(map(orjson.dumps, lines)) + b"\n")
+                    picks = np.argsort(rng.random((PER_CONV, len(mem))), axis=1)[:, :k]
+                    n_anchor = rng.integers(1, 4, size=PER_CONV)
+                    golds = []
+                    for qi in range(PER_CONV):
+                        qid = f"{conv}:q{qi}"
+                        anchors = [turn_ids[a] for a in
+                                   rng.choice(N_TURNS, int(n_anchor[qi]), replace=False)]
+                        golds.append({"anchor_texts": {}, "anchors": anchors, "answer": "",
+                                      "category": str(qi % 4 + 1), "conversation": conv,
+                                      "query_id": qid, "question": ""})
+                        qids.append(qid)
+                        ids.append([mem[j] for j in picks[qi]])
+                    gf.write(b"\n".join(map(orjson.dumps, golds)) + b"\n")
+                yield TraceChunk(qids, ids, [scores] * len(qids), [k] * len(qids), {}, 0, k)
+
+    if fmt == "parquet":
+        write_traces_parquet(tp, chunks())
+    else:
+        with open(tp, "wb") as tf:
+            for ch in chunks():
+                tf.write(b"\n".join(orjson.dumps(
+                    {"k": k, "query_id": q, "results": [{"id": i, "score": s}
+                                                        for i, s in zip(ids, scores)]})
+                    for q, ids in zip(ch.qids, ch.ids)) + b"\n")
+    return tp, lp, gp
+
+
+def pytrec_by_conversations(tp: Path, lp: Path, gp: Path, k: int, pytrec_eval,  # noqa: ANN001
+                            convs_per_chunk: int = 100) -> dict[str, float]:
+    """pytrec_eval on files too large for its dicts: 100 conversations at a time, lineage, gold
+    and traces read in step (all three are in conversation order). Per query nDCG@k (Source)."""
+    measures = {f"ndcg_cut_{k}", f"recall_{k}", "recip_rank"}
+    n_q = convs_per_chunk * PER_CONV
+    out: dict[str, float] = {}
+    if tp.suffix == ".parquet":
+        import pyarrow.parquet as pq  # the parquet extra, only for --format parquet
+
+        batches = (b.to_pylist() for b in pq.ParquetFile(tp).iter_batches(batch_size=n_q))
+    else:
+        def jsonl_batches() -> Iterator[list[dict]]:
+            with open(tp, "rb") as fh:
+                batch = []
+                for line in fh:
+                    batch.append(orjson.loads(line))
+                    if len(batch) == n_q:
+                        yield batch
+                        batch = []
+                if batch:
+                    yield batch
+        batches = jsonl_batches()
+    with open(lp, "rb") as lf, open(gp, "rb") as gf:
+        pending = None
+        for rows in batches:
+            golds = [orjson.loads(gf.readline()) for _ in rows]
+            convs = {g["conversation"] for g in golds}
+            by_anchor: dict[tuple[str, str], list[str]] = {}
+            while True:
+                r = pending or (orjson.loads(line) if (line := lf.readline()) else None)
+                pending = None
+                if r is None:
+                    break
+                if r["conversation"] not in convs:
+                    pending = r  # the next chunk's first row
+                    break
+                for a in r["sources"]:
+                    by_anchor.setdefault((r["conversation"], a), []).append(r["memory_id"])
+            qrels: dict[str, dict[str, int]] = {}
+            for g in golds:
+                conv = g["conversation"]
+                rel = {m: 1 for a in g["anchors"] for m in by_anchor.get((conv, a), ())}
+                if rel:
+                    qrels[g["query_id"]] = rel
+            run = {t["query_id"]: {r["id"]: r["score"] for r in t["results"]} for t in rows}
+            ev = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(run)
+            out.update((q, v[f"ndcg_cut_{k}"]) for q, v in ev.items())
+    return out
+
+
+def large(n_queries: int, k: int, fmt: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        t0 = time.perf_counter()
+        # written by a child process, so that the generator's memory is not this process's peak
+        subprocess.run([sys.executable, __file__, "--generate", tmp, "--queries", str(n_queries),
+                        "--k", str(k), "--format", fmt], check=True)
+        tp, lp, gp = Path(tmp) / f"traces.{fmt}", Path(tmp) / "lineage.jsonl", \
+            Path(tmp) / "gold.jsonl"
+        mb = sum(p.stat().st_size for p in (tp, lp, gp)) / 1e6
+        print(f"synthetic files: {n_queries:,} queries x {k} ids, {fmt} traces, {mb:,.0f} MB "
+              f"({time.perf_counter() - t0:.0f} s to write; peak so far {peak_mb():,.0f} MB)")
+        t0 = time.perf_counter()
+        rs = score_files(tp, lp, gp, k=k, fmt=fmt)
+        t_ours = time.perf_counter() - t0
+        print(f"ours, score_files 3 targets x 3 metrics, streamed by chunks of 10,000 queries: "
+              f"{t_ours:.1f} s; peak resident memory of this process: {peak_mb():,.0f} MB")
+        try:
+            import pytrec_eval  # the test extra: the reference
+        except ImportError:
+            print("pytrec_eval not installed (pip install pytrec-eval-terrier): no ratio")
+            return
+        t0 = time.perf_counter()
+        ev = pytrec_by_conversations(tp, lp, gp, k, pytrec_eval)
+        t_theirs = time.perf_counter() - t0
+        ours_src = rs.scores["src"]["ndcg"]
+        diff = max(abs(ours_src[i] - ev[q]) for i, q in enumerate(rs.qids) if q in ev)
+        print(f"pytrec_eval, 1 target, 100 conversations at a time, its dicts built from the "
+              f"files: {t_theirs:.1f} s; max |Δ nDCG@{k}| (Source) {diff:.1e}")
         print(f"ratio from files: {t_ours / t_theirs:.2f}")
 
 

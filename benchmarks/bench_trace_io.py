@@ -12,7 +12,11 @@ parsers differ:
   orjson     orjson.loads per line, the same loop;
   pyarrow    pyarrow.json.read_json, then the flattened id / score columns as Python lists;
   polars     polars.read_ndjson, explode, then the id / score columns as Python lists;
-  ours       read_traces(): orjson, every check, Trace objects.
+  ours       read_traces(): orjson, every check, Trace objects;
+  ours, columnar   iter_encoded_chunks(): pyarrow's JSON reader on one thread, every check,
+             the ids dictionary-encoded (integer indices into one vocabulary per chunk, no
+             Python object per id; what score_files reads when pyarrow is installed). Its
+             columns are decoded to lists only for the equality check, outside the timing.
 The ratio of each to the reference is printed. Libraries that are not installed are skipped
 (pip install orjson pyarrow polars).
 
@@ -31,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from twistbench.audit.traces import bulk_build, read_traces
+from twistbench.audit.traces import bulk_build, iter_encoded_chunks, read_traces
 
 Columns = tuple[list[str], list[list[str]], list[list[float]]]
 
@@ -111,6 +115,21 @@ def with_polars(path: Path) -> Columns:
             _split(flat.get_column("score").to_list(), lengths))
 
 
+def columnar(path: Path) -> list:
+    return list(iter_encoded_chunks(path, "jsonl"))
+
+
+def decode(chunks: list) -> Columns:
+    qids, ids, scores = [], [], []
+    for ch in chunks:
+        pos = 0
+        for q, n in zip(ch.qids, ch.lengths.tolist()):
+            qids.append(q)
+            ids.append([ch.vocab[i] for i in ch.ids[pos:pos + n].tolist()])
+            pos += n
+    return qids, ids, scores
+
+
 def timed(fn: Callable[[], Columns], repeats: int) -> tuple[float, Columns]:
     times, out = [], None
     for _ in range(repeats):
@@ -146,6 +165,16 @@ def main() -> None:
             if got != ref:
                 raise SystemExit(f"{name}: read something else than the reference")
             print(f"{name}: {t:.2f} s, ratio to the reference {t / t_ref:.2f}")
+        try:
+            t, chunks = timed(lambda: columnar(path), args.repeats)
+        except ImportError as exc:
+            print(f"ours, columnar: not installed ({exc.name})")
+            return
+        qids, ids, _ = decode(chunks)
+        if (qids, ids) != ref[:2]:  # the scores are checked by the scoring tests
+            raise SystemExit("ours, columnar: read something else than the reference")
+        print(f"ours, columnar (iter_encoded_chunks): {t:.2f} s, ratio to the reference "
+              f"{t / t_ref:.2f}")
 
 
 if __name__ == "__main__":

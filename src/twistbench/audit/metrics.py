@@ -14,20 +14,41 @@ never scored as zero.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
+from pathlib import Path
 
 import numpy as np
 
 from twistbench.audit.targets import (
     TARGETS,
+    CodedGold,
     CodedLineage,
     build_targets,
+    code_encoded,
+    code_gold,
     code_lineage,
-    code_queries,
+    code_rows,
     hit_matrices,
+    read_coded_gold,
+    read_coded_lineage,
 )
-from twistbench.audit.traces import Gold, Lineage, TraceRun, bulk_build
+from twistbench.audit.traces import (
+    CHUNK_QUERIES,
+    EncodedChunk,
+    Gold,
+    Lineage,
+    TraceChunk,
+    TraceRun,
+    Unusual,
+    arrow_available,
+    bulk_build,
+    iter_encoded_chunks,
+    iter_trace_chunks,
+    run_name,
+    trace_format,
+)
 
 METRICS: tuple[str, ...] = ("recall", "mrr", "ndcg")
 METRIC_LABELS = {"recall": "Recall@{k}", "mrr": "MRR", "ndcg": "nDCG@{k}"}
@@ -60,20 +81,39 @@ def metrics_from_hits(hits: np.ndarray, n_rel: np.ndarray, k: int,
 
     Also returns "first_hit": the 1-based rank of the first hit (0 when none).
     """
-    hits = hits[:, :k]
-    q = hits.shape[0]
+    nhits, first, dcg = hit_summary(hits[:, :k], variant)
+    return finish_metrics(nhits, first, dcg, n_rel, k, variant)
+
+
+def hit_summary(hits: np.ndarray, variant: str = "standard",
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per query the number of hits, the 1-based rank of the first (0 = none) and the DCG.
+
+    The DCG is summed in rank order (a running sum, as trec_eval's loop sums it), so a query's
+    value does not depend on the width of the matrix it sits in: a chunk of short traces and
+    the whole run give the same bits."""
+    q, w = hits.shape
+    nhits = hits.sum(axis=1)
+    first = np.where(nhits > 0, hits.argmax(axis=1) + 1, 0) if w else np.zeros(q, np.int64)
+    if w and q:
+        dcg = np.cumsum(np.where(hits, discounts(w, variant), 0.0), axis=1)[:, -1]
+    else:
+        dcg = np.zeros(q)
+    return nhits, first, dcg
+
+
+def finish_metrics(nhits: np.ndarray, first: np.ndarray, dcg: np.ndarray, n_rel: np.ndarray,
+                   k: int, variant: str = "standard") -> dict[str, np.ndarray]:
+    """Recall@k, MRR and nDCG@k from hit_summary's columns (hits within the top k); NaN where
+    n_rel = 0. The ideal DCG sums the discounts of ranks 1 .. min(n_rel, k)."""
     n_rel = np.asarray(n_rel, dtype=np.int64)
     valid = n_rel > 0
-    disc = discounts(k, variant)
-    nhits = hits.sum(axis=1)
     has = nhits > 0
-    first = np.where(has, hits.argmax(axis=1) + 1, 0)
     with np.errstate(divide="ignore", invalid="ignore"):
         recall = np.where(valid, nhits / np.maximum(n_rel, 1), np.nan)
         mrr = np.where(valid, np.where(has, 1.0 / np.maximum(first, 1), 0.0), np.nan)
-        cum = np.concatenate([[0.0], np.cumsum(disc)])
+        cum = np.concatenate([[0.0], np.cumsum(discounts(k, variant))])
         idcg = cum[np.minimum(n_rel, k)]
-        dcg = hits.astype(np.float64) @ disc if q else np.zeros(0)
         ndcg = np.where(valid, dcg / np.where(idcg > 0, idcg, 1.0), np.nan)
     return {"recall": recall, "mrr": mrr, "ndcg": ndcg, "first_hit": first}
 
@@ -124,27 +164,155 @@ def select_queries(run: TraceRun, gold: Gold) -> tuple[list[str], dict[str, str]
     return ok, errors, missing, extra
 
 
-def rescore(run: TraceRun, lineage: Lineage | CodedLineage, gold: Gold, k: int | None = None,
-            variant: str = "standard") -> TraceScores:
+def rescore(run: TraceRun, lineage: Lineage | CodedLineage, gold: Gold | CodedGold,
+            k: int | None = None, variant: str = "standard") -> TraceScores:
     """Rescore one run's saved traces under Raw, Source and Canonical.
 
     `k` defaults to the run's k (the largest k its traces declare). Queries whose system call
     failed and gold queries without a trace line are listed, not scored.
     """
+    discounts(1, variant)  # validates the variant name early
     k = int(k if k is not None else (run.k or 60))
-    discounts(k, variant)  # validates the variant name early
     with bulk_build():  # the coding builds one dict entry per id and query, no cycles
         cl = lineage if isinstance(lineage, CodedLineage) else code_lineage(lineage)
-        qids, errors, missing, extra = select_queries(run, gold)
-        cq = code_queries(run, gold, cl, qids, k)
-    ts = build_targets(cq, cl)
-    hits = hit_matrices(cq, ts, cl)
+        cg = gold if isinstance(gold, CodedGold) else code_gold(gold, cl)
+    ts = list(run.traces.values())
+    chunk = TraceChunk([t.query_id for t in ts], [t.ids for t in ts], [t.scores for t in ts],
+                       [t.k for t in ts], dict(run.errors), run.duplicates_dropped, run.k)
+    return score_chunks([chunk], cl, cg, k, variant, run.name)
+
+
+def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
+                gold: str | Path | CodedGold, k: int | None = None,
+                variant: str = "standard", *, fmt: str | None = None, name: str | None = None,
+                chunk_queries: int = CHUNK_QUERIES, columnar: bool = True) -> TraceScores:
+    """Rescore a trace file without holding it: the traces stream by chunks of
+    `chunk_queries` queries, each coded, matched and scored, and only the per-query results
+    are kept (memory: the coded lineage and gold plus one chunk). The values are those of
+    `rescore(read_traces(...), read_lineage(...), read_gold(...))`, whatever the chunk size.
+    `lineage` and `gold` may be files or already coded (to score several runs of one store).
+
+    With pyarrow installed (and `columnar`), JSONL and Parquet traces are read by pyarrow on
+    one thread into dictionary-encoded columns; anything unusual in the file sends it to the
+    orjson reading, which names a defect's line and field exactly as read_traces does."""
+    discounts(1, variant)
+    path = Path(traces)
+    name = name or run_name(path)
+    with bulk_build():
+        cl = lineage if isinstance(lineage, CodedLineage) else \
+            read_coded_lineage(lineage, columnar)
+        cg = gold if isinstance(gold, CodedGold) else read_coded_gold(gold, cl, columnar)
+        if columnar and trace_format(path, fmt) != "trec" and arrow_available():
+            try:  # pyarrow's columns: no Python object per retrieved id
+                return score_chunks(iter_encoded_chunks(path, fmt, chunk_queries), cl, cg, k,
+                                    variant, name)
+            except Unusual:
+                pass  # the careful reading names the defect, or reads what pyarrow would not
+        chunks = iter_trace_chunks(path, fmt, chunk_queries, dedupe=False)
+        return score_chunks(chunks, cl, cg, k, variant, name)
+
+
+def _no_repeat(ch: EncodedChunk, gi: np.ndarray, inside: np.ndarray, index: dict[str, int],
+               seen: np.ndarray, extra_seen: set[str]) -> None:
+    """Unusual when a query id of the chunk was read before (the careful reading then names
+    the line): a flag per gold query, a set only for the ids outside gold."""
+    err = np.fromiter(map(index.get, ch.errors, repeat(-1)), dtype=np.int64,
+                      count=len(ch.errors))
+    rows = np.concatenate((gi[inside], err[err >= 0]))
+    if seen[rows].any() or np.unique(rows).size != rows.size:
+        raise Unusual("a query id twice")
+    seen[rows] = True
+    others = [q for q, f in zip(ch.qids, inside.tolist()) if not f]
+    others += [q for q in ch.errors if q not in index]
+    before = len(extra_seen)
+    extra_seen.update(others)
+    if len(extra_seen) != before + len(others):
+        raise Unusual("a query id twice")
+
+
+def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLineage,
+                 gold: CodedGold,
+                 k: int | None, variant: str, name: str) -> TraceScores:
+    """Score trace chunks one after the other; per gold query, the hit summary of each target
+    is kept, and the metrics are finished once the run's k is known (the largest k its traces
+    declare, when `k` is None)."""
+    g = len(gold.qids)
+    has_trace = np.zeros(g, dtype=bool)
+    # per gold query, for a million queries a few tens of MB: counts fit 32 bits
+    n_rel = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
+    nhits = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
+    first = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
+    dcg = {t: np.zeros(g, dtype=np.float64) for t in TARGETS}
+    errors_all: dict[str, str] = {}
+    extra = dropped = unknown = kmax = 0
+    seen = np.zeros(g, dtype=bool)  # a query id read twice (checked here for EncodedChunks)
+    extra_seen: set[str] = set()
+    index = gold.index
+    for ch in chunks:
+        kmax = max(kmax, ch.kmax)
+        dropped += getattr(ch, "duplicates_dropped", 0)
+        for q, err in ch.errors.items():
+            if q in index:
+                errors_all[q] = err
+            else:
+                extra += 1
+        gi = np.fromiter(map(index.get, ch.qids, repeat(-1)), dtype=np.int64,
+                         count=len(ch.qids))
+        inside = gi >= 0
+        extra += int(inside.size - inside.sum())
+        if isinstance(ch, EncodedChunk):
+            _no_repeat(ch, gi, inside, index, seen, extra_seen)
+            lengths, ids = ch.lengths, ch.ids
+            if not inside.all():
+                starts = np.cumsum(lengths) - lengths
+                for i in np.flatnonzero(~inside).tolist():  # their repeats count all the same
+                    row = ids[starts[i]:starts[i] + lengths[i]]
+                    dropped += int(row.size - np.unique(row).size)
+                ids = ids[np.repeat(inside, lengths)]
+                lengths = lengths[inside]
+                qids = [q for q, f in zip(ch.qids, inside.tolist()) if f]
+                gi = gi[inside]
+            else:
+                qids = ch.qids
+            if not qids:
+                continue
+            cq = code_encoded(qids, gi, lengths.copy(), ids, ch.vocab, gold, lineage, k)
+        else:
+            if not inside.all():
+                if not ch.deduped:  # the repeats of queries outside gold are counted all the same
+                    dropped += sum(len(ch.ids[i]) - len(set(ch.ids[i]))
+                                   for i in np.flatnonzero(~inside).tolist())
+                sel = np.flatnonzero(inside).tolist()
+                qids = [ch.qids[i] for i in sel]
+                id_lists = [ch.ids[i] for i in sel]
+                gi = gi[inside]
+            else:
+                qids, id_lists = ch.qids, ch.ids
+            if not qids:
+                continue
+            cq = code_rows(qids, id_lists, gi, gold, lineage, k, dedupe=not ch.deduped)
+        unknown += cq.unknown_ids
+        dropped += cq.duplicates_dropped
+        ts = build_targets(cq, lineage)
+        hits = hit_matrices(cq, ts, lineage)
+        has_trace[gi] = True
+        for t in TARGETS:
+            n_rel[t][gi] = ts.n_rel[t]
+            nhits[t][gi], first[t][gi], dcg[t][gi] = hit_summary(hits[t], variant)
+    kk = int(k if k is not None else (kmax or 60))
+    rows = np.flatnonzero(has_trace)
+    qids = [gold.qids[i] for i in rows.tolist()]
     scores: dict[str, dict[str, np.ndarray]] = {}
-    first: dict[str, np.ndarray] = {}
+    first_hit: dict[str, np.ndarray] = {}
     for t in TARGETS:
-        m = metrics_from_hits(hits[t], ts.n_rel[t], k, variant)
-        first[t] = m.pop("first_hit")
+        m = finish_metrics(nhits[t][rows], first[t][rows], dcg[t][rows], n_rel[t][rows], kk,
+                           variant)
+        first_hit[t] = m.pop("first_hit").astype(np.int64)
         scores[t] = m
-    cats = [gold.queries[q].category for q in qids]
-    return TraceScores(run.name, k, variant, qids, cats, ts.n_rel, scores, first, errors, missing,
-                     extra, run.duplicates_dropped, cq.unknown_ids)
+    errors = {q: errors_all[q] for q in gold.qids if q in errors_all} if errors_all else {}
+    missing = [gold.qids[i] for i in np.flatnonzero(~has_trace).tolist()
+               if gold.qids[i] not in errors]
+    cats = [gold.categories[i] for i in rows.tolist()]
+    return TraceScores(name, kk, variant, qids, cats,
+                       {t: n_rel[t][rows].astype(np.int64) for t in TARGETS},
+                       scores, first_hit, errors, missing, extra, dropped, unknown)

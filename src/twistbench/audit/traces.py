@@ -14,6 +14,10 @@ traces (TREC run format), one line per retrieved id: `qid Q0 docid rank score ta
   (and pytrec_eval) does, the rank column is ignored: ids are ordered per query by score
   (descending), ties (equal score) by docid descending (byte order, trec_eval's strcmp), whatever
   the order of the lines.
+traces (Parquet, a file ending in .parquet; needs pyarrow, the `parquet` extra), one row per
+  query: query_id (string), results (list<struct<id: string, score: double>>, null only on a
+  failed query), k (integer, optional: null = the number of results), error (string,
+  optional), conversation and meta (optional, ignored). Read by record batch.
 lineage (JSONL), one line per stored memory (the LineageRecord of model.py plus a scope):
     {"conversation": "conv-26", "memory_id": "m7", "sources": ["D1:3"], "raw": false,
      "canonical": true, "text": "..."}
@@ -32,12 +36,15 @@ import contextlib
 import gc
 import json
 import math
+import operator
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
+import numpy as np
 import orjson
 from pydantic import ValidationError
 
@@ -125,21 +132,6 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield lineno, line
 
 
-def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for every non-blank line; InputError on bad JSON or non-objects.
-
-    Lines are parsed by orjson (0.50 of the stdlib's parsing time on 100,000 queries x 60:
-    benchmarks/bench_trace_io.py, which measured pyarrow at 0.81 and polars at 1.20 once their
-    columns become the lists the rescoring reads). A line orjson refuses is parsed again by the
-    stdlib, so what is accepted (NaN, lone surrogates) and every error message are the stdlib
-    reader's; one difference: orjson reads an integer beyond 64 bits as a float, so such a `k`
-    is refused as not an integer."""
-    for lineno, raw in _raw_lines(path):
-        obj = _parse(path, lineno, raw)
-        if obj is not None:
-            yield lineno, obj
-
-
 def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
     with _open(path) as fh:
         for lineno, raw in enumerate(fh, start=1):
@@ -148,7 +140,14 @@ def _raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
 
 
 def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any] | None:
-    """One line's object (orjson, else the stdlib); None for a line of Unicode whitespace."""
+    """One line's object (orjson, else the stdlib); None for a line of Unicode whitespace.
+
+    Lines are parsed by orjson (0.50 of the stdlib's parsing time on 100,000 queries x 60:
+    benchmarks/bench_trace_io.py, which measured pyarrow at 0.81 and polars at 1.20 once their
+    columns become the lists the rescoring reads). A line orjson refuses is parsed again by the
+    stdlib, so what is accepted (NaN, lone surrogates) and every error message are the stdlib
+    reader's; one difference: orjson reads an integer beyond 64 bits as a float, so such a `k`
+    is refused as not an integer."""
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:
@@ -161,13 +160,16 @@ def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any] | None:
 _M = TypeVar("_M", LineageRow, GoldQuery)
 
 
-def _records(path: Path, model: type[_M]) -> Iterator[tuple[int, _M]]:
-    """(line number, record) per non-blank line. pydantic parses and validates each line in
-    one step (model_validate_json: a tenth of orjson + model_validate's time for gold rows); a
-    line it refuses goes through the reader above and model_validate, so a line that only the
-    Python reading accepts (a lone surrogate in a string) reads as before, and every error is
-    the one it always was."""
-    for lineno, raw in _raw_lines(path):
+def _records(path: Path, model: type[_M],
+             lines: Iterable[tuple[int, bytes]] | None = None) -> Iterator[tuple[int, _M]]:
+    """(line number, record) per non-blank line (of the file, or of `lines`). pydantic parses
+    and validates each line in one step (model_validate_json: a tenth of orjson +
+    model_validate's time for gold rows); a line it refuses goes through the reader above and
+    model_validate, so a line that only the Python reading accepts (a lone surrogate in a
+    string) reads as before, and every error is the one it always was."""
+    for lineno, raw in _raw_lines(path) if lines is None else lines:
+        if not raw or raw.isspace():
+            continue
         try:
             yield lineno, model.model_validate_json(raw)
             continue
@@ -182,6 +184,214 @@ def _records(path: Path, model: type[_M]) -> Iterator[tuple[int, _M]]:
             raise pydantic_to_input_error(str(path), f"line {lineno}", exc) from exc
 
 
+_BATCH_BYTES = 1 << 22  # lines read per batch by the column readers: about 4 MB
+
+
+def _line_batches(path: Path) -> Iterator[tuple[int, list[bytes]]]:
+    """(number of the batch's first line, its lines) of about _BATCH_BYTES each."""
+    lineno = 1
+    with _open(path) as fh:
+        while True:
+            batch = fh.readlines(_BATCH_BYTES)
+            if not batch:
+                return
+            yield lineno, batch
+            lineno += len(batch)
+
+
+def _types(values: Iterable[Any]) -> set[type]:
+    return set(map(type, values))
+
+
+_LINEAGE_FIELDS = frozenset({"conversation", "memory_id", "sources", "raw", "canonical", "text"})
+_BOOL = {bool}
+
+
+@dataclass
+class LineageColumns:
+    """Consecutive lineage rows as columns (what the scoring needs; the texts are not kept)."""
+
+    conversations: list[str]
+    memory_ids: list[str]
+    sources: list[list[str]]
+    raw: list[bool]
+    canonical: list[bool]
+
+
+def iter_lineage_columns(path: str | Path) -> Iterator[LineageColumns]:
+    """A lineage file as column batches, every row checked as read_lineage checks it.
+
+    Each batch is parsed by orjson line by line and its columns taken by C-level maps, then its
+    types checked column-wise; a batch with anything unusual (a blank line, a line orjson
+    refuses, a missing or extra field, a value of another type) is read again line by line
+    as read_lineage reads it, which names the line and field of a defect and applies the same
+    conversions. A memory id repeated within a conversation is found by the coding
+    (targets.read_coded_lineage), which then names its line through read_lineage."""
+    path = Path(path)
+    loads = orjson.loads
+    get_mid, get_src = operator.itemgetter("memory_id"), operator.itemgetter("sources")
+    get_raw, get_can = operator.itemgetter("raw"), operator.itemgetter("canonical")
+    get_conv = operator.methodcaller("get", "conversation", "")
+    get_text = operator.methodcaller("get", "text", "")
+    for first, batch in _line_batches(path):
+        cols = None
+        try:
+            objs = list(map(loads, batch))
+            if _types(objs) <= {dict} and set().union(*objs) <= _LINEAGE_FIELDS:
+                mids = list(map(get_mid, objs))
+                srcs = list(map(get_src, objs))
+                raw = list(map(get_raw, objs))
+                can = list(map(get_can, objs))
+                convs = list(map(get_conv, objs))
+                if (_types(mids) <= _STR and _types(convs) <= _STR and _types(srcs) <= {list}
+                        and 0 not in map(len, srcs)
+                        and _types(chain.from_iterable(srcs)) <= _STR
+                        and _types(raw) <= _BOOL and _types(can) <= _BOOL
+                        and _types(map(get_text, objs)) <= _STR):
+                    cols = LineageColumns(convs, mids, srcs, raw, can)
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            pass
+        if cols is None:
+            rows = [r for _, r in _records(path, LineageRow, enumerate(batch, start=first))]
+            cols = LineageColumns([r.conversation for r in rows], [r.memory_id for r in rows],
+                                  [r.sources for r in rows], [r.raw for r in rows],
+                                  [r.canonical for r in rows])
+        yield cols
+
+
+def iter_lineage_arrow(path: str | Path) -> Iterator[Any]:
+    """A lineage JSONL file as pyarrow record batches (one thread), every column checked;
+    Unusual on anything the careful reading must see (a row pyarrow refuses, a null, an
+    empty sources list, a field outside the lineage format)."""
+    # pyarrow is optional (the parquet extra): imported where it is used
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    schema = pa.schema([("conversation", pa.string()), ("memory_id", pa.string()),
+                        ("sources", pa.list_(pa.string())), ("raw", pa.bool_()),
+                        ("canonical", pa.bool_()), ("text", pa.string())])
+    try:
+        reader = pj.open_json(Path(path), read_options=pj.ReadOptions(
+            use_threads=False, block_size=1 << 24), parse_options=pj.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="error"))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise Unusual(str(exc)) from exc
+    for batch in _arrow_batches(reader, pa):
+        cols = {name: batch.column(name) for name in batch.schema.names}
+        src = cols["sources"]
+        # "text" and "conversation" may be absent (then null: their default), never null
+        # beside a value in the same file, as a JSON null is not a text
+        for name in ("conversation", "text"):
+            c = cols[name]
+            if c.null_count and c.null_count != len(c):
+                raise Unusual(name)
+        if (cols["memory_id"].null_count or src.null_count or cols["raw"].null_count
+                or cols["canonical"].null_count or src.values.null_count
+                or (len(src) and pc.min(pc.list_value_length(src)).as_py() == 0)):
+            raise Unusual("null or empty")
+        yield batch
+
+
+_GOLD_FIELDS = frozenset({"query_id", "conversation", "anchors", "category", "question", "answer",
+                          "anchor_texts"})
+_AS_TEXT = {str, int, float, type(None)}  # GoldQuery turns int / float / None into text
+
+
+def iter_gold_arrow(path: str | Path) -> Iterator[Any]:
+    """A gold JSONL file as pyarrow record batches (one thread); Unusual on anything the
+    careful reading must see: a row pyarrow refuses, any null (an absent field and a JSON null
+    differ there), an empty query id, an integer category (LoCoMo's; GoldQuery turns it into
+    text), anchor_texts other than an object of texts, a field outside the gold format."""
+    # pyarrow is optional (the parquet extra): imported where it is used
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    schema = pa.schema([("query_id", pa.string()), ("conversation", pa.string()),
+                        ("anchors", pa.list_(pa.string())), ("category", pa.string()),
+                        ("question", pa.string()), ("answer", pa.string())])
+    try:
+        reader = pj.open_json(Path(path), read_options=pj.ReadOptions(
+            use_threads=False, block_size=1 << 24), parse_options=pj.ParseOptions(
+            explicit_schema=schema, unexpected_field_behavior="infer"))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise Unusual(str(exc)) from exc
+    for batch in _arrow_batches(reader, pa):
+        if not set(batch.schema.names) <= _GOLD_FIELDS:
+            raise Unusual("fields")
+        if "anchor_texts" in batch.schema.names:
+            t = batch.schema.field("anchor_texts").type
+            if not (pa.types.is_null(t) or pa.types.is_struct(t) and all(
+                    pa.types.is_string(t.field(i).type) for i in range(t.num_fields))):
+                raise Unusual("anchor_texts")
+        if any(batch.column(i).null_count for i in range(batch.num_columns)
+               if batch.schema.names[i] != "anchor_texts"):
+            raise Unusual("null")
+        if (batch.column("anchors").values.null_count
+                or pc.any(pc.equal(batch.column("query_id"), "")).as_py()):
+            raise Unusual("null anchor or empty query id")
+        yield batch
+
+
+@dataclass
+class GoldColumns:
+    """Consecutive gold rows as columns (what the scoring needs)."""
+
+    query_ids: list[str]
+    conversations: list[str]
+    anchors: list[list[str]]
+    categories: list[str]
+
+
+def _as_text(v: Any) -> str:
+    return v if type(v) is str else "" if v is None else str(v)
+
+
+def iter_gold_columns(path: str | Path) -> Iterator[GoldColumns]:
+    """A gold file as column batches, every row checked as read_gold checks it (the same
+    batch-wise reading as iter_lineage_columns; a repeated query id is found by the coding)."""
+    path = Path(path)
+    loads = orjson.loads
+    get_qid = operator.itemgetter("query_id")
+    get_conv = operator.methodcaller("get", "conversation", "")
+    get_anchors = operator.methodcaller("get", "anchors", [])
+    get_cat = operator.methodcaller("get", "category", "")
+    get_question = operator.methodcaller("get", "question", "")
+    get_answer = operator.methodcaller("get", "answer", "")
+    get_texts = operator.methodcaller("get", "anchor_texts", {})
+    for first, batch in _line_batches(path):
+        cols = None
+        try:
+            objs = list(map(loads, batch))
+            if _types(objs) <= {dict} and set().union(*objs) <= _GOLD_FIELDS:
+                qids = list(map(get_qid, objs))
+                convs = list(map(get_conv, objs))
+                anchors = list(map(get_anchors, objs))
+                cats = list(map(get_cat, objs))
+                texts = list(map(get_texts, objs))
+                if (_types(qids) <= _STR and "" not in qids and _types(convs) <= _STR
+                        and _types(anchors) <= {list}
+                        and _types(chain.from_iterable(anchors)) <= _STR
+                        and _types(cats) <= _AS_TEXT and bool not in _types(cats)
+                        and _types(map(get_question, objs)) <= _STR
+                        and _types(map(get_answer, objs)) <= _AS_TEXT
+                        and bool not in _types(map(get_answer, objs))
+                        and _types(texts) <= {dict}
+                        and _types(chain.from_iterable(texts)) <= _STR
+                        and _types(chain.from_iterable(map(dict.values, texts))) <= _STR):
+                    if not _types(cats) <= _STR:
+                        cats = list(map(_as_text, cats))
+                    cols = GoldColumns(qids, convs, anchors, cats)
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            pass
+        if cols is None:
+            rows = [g for _, g in _records(path, GoldQuery, enumerate(batch, start=first))]
+            cols = GoldColumns([g.query_id for g in rows], [g.conversation for g in rows],
+                               [g.anchors for g in rows], [g.category for g in rows])
+        yield cols
+
+
 def _object(path: Path, lineno: int, obj: Any) -> dict[str, Any]:
     if not isinstance(obj, dict):
         raise InputError(str(path), "not a JSON object", where=f"line {lineno}",
@@ -189,7 +399,7 @@ def _object(path: Path, lineno: int, obj: Any) -> dict[str, Any]:
     return obj
 
 
-def _run_name(path: Path) -> str:
+def run_name(path: Path) -> str:
     # A run folder written by `twist trace` holds traces.jsonl: name the run after the folder.
     if path.stem in ("traces", "run") and path.parent.name:
         return path.parent.name
@@ -197,21 +407,569 @@ def _run_name(path: Path) -> str:
 
 
 def read_traces(path: str | Path, name: str | None = None, fmt: str | None = None) -> TraceRun:
-    """Read a trace file (JSONL or TREC run format, chosen by `fmt` or by the content).
+    """Read a trace file (JSONL, TREC run format or Parquet; chosen by `fmt`, else by the
+    suffix .parquet or the content).
 
     A trace line with "error" is recorded in `errors` (excluded from every metric). Repeated
     memory ids within one query keep their first rank and are counted in `duplicates_dropped`.
     """
     path = Path(path)
-    if fmt is None:
-        fmt = _sniff(path)
-    if fmt not in ("jsonl", "trec"):
-        raise InputError(str(path), f"unknown trace format {fmt!r}", expected="'jsonl' or 'trec'")
+    traces: dict[str, Trace] = {}
+    errors: dict[str, str] = {}
+    dropped = 0
+    kmax = 0
     with bulk_build():
-        run = _read_traces_jsonl(path) if fmt == "jsonl" else _read_traces_trec(path)
-    if name:
-        run.name = name
-    return run
+        for ch in iter_trace_chunks(path, fmt):
+            for qid, ids, scores, k in zip(ch.qids, ch.ids, ch.scores, ch.ks):
+                traces[qid] = Trace(qid, ids, scores, k)
+            errors.update(ch.errors)
+            dropped += ch.duplicates_dropped
+            kmax = max(kmax, ch.kmax)
+    return TraceRun(name or run_name(path), str(path), kmax, traces, errors, dropped)
+
+
+@dataclass
+class TraceChunk:
+    """Consecutive queries of a trace file, checked: per ok query its ids (cut at its k, a
+    repeated id dropped unless `deduped` is False), scores and k; failed queries in `errors`."""
+
+    qids: list[str]
+    ids: list[list[str]]
+    scores: list[list[float]]
+    ks: list[int]
+    errors: dict[str, str]
+    duplicates_dropped: int
+    kmax: int
+    deduped: bool = True
+
+
+TRACE_FORMATS = ("jsonl", "trec", "parquet")
+CHUNK_QUERIES = 10_000
+
+
+def trace_format(path: Path, fmt: str | None = None) -> str:
+    """The format of a trace file: `fmt` when given, .parquet by suffix, else by content."""
+    if fmt is None:
+        fmt = "parquet" if path.suffix.lower() == ".parquet" else _sniff(path)
+    if fmt not in TRACE_FORMATS:
+        raise InputError(str(path), f"unknown trace format {fmt!r}",
+                         expected="'jsonl', 'trec' or 'parquet'")
+    return fmt
+
+
+def iter_trace_chunks(path: str | Path, fmt: str | None = None,
+                      chunk_queries: int = CHUNK_QUERIES,
+                      dedupe: bool = True) -> Iterator[TraceChunk]:
+    """A trace file as chunks of at most `chunk_queries` queries, read as it streams (JSONL
+    line by line, Parquet by record batch; a TREC run is read whole, since one query's lines
+    may be anywhere in it). InputError, naming the line or row and the field, on a bad record:
+    the first one in file order, whatever the chunk size. With dedupe=False a repeated id is
+    left in place for the caller to drop (the scoring finds repeats on integer codes)."""
+    path = Path(path)
+    fmt = trace_format(path, fmt)
+    if chunk_queries < 1:
+        raise ValueError(f"chunk_queries {chunk_queries} (expected >= 1)")
+    if fmt == "jsonl":
+        yield from _jsonl_chunks(path, chunk_queries, dedupe)
+    elif fmt == "parquet":
+        yield from _parquet_chunks(path, chunk_queries, dedupe)
+    else:
+        run = _read_traces_trec(path)
+        ts = list(run.traces.values())
+        for lo in range(0, max(len(ts), 1), chunk_queries):
+            part = ts[lo:lo + chunk_queries]
+            yield TraceChunk([t.query_id for t in part], [t.ids for t in part],
+                             [t.scores for t in part], [t.k for t in part], {},
+                             run.duplicates_dropped if lo == 0 else 0,
+                             max((t.k for t in part), default=0))
+
+
+_STR = {str}
+_TRACE_FIELDS = frozenset({"query_id", "k", "results", "error", "conversation", "meta"})
+_ID = operator.itemgetter("id")
+_SCORE = operator.itemgetter("score")
+_NUMBER_TYPES = frozenset({float, int})
+
+
+class _Chunk:
+    """A TraceChunk being filled, with the records it came from (to name a bad one)."""
+
+    def __init__(self, dedupe: bool) -> None:
+        self.dedupe = dedupe
+        self.records: list[tuple[int, Any]] = []  # (line or row number, the record's object)
+        self.qids: list[str] = []
+        self.ids: list[list[str]] = []
+        self.scores: list[list[float]] = []
+        self.ks: list[int] = []
+        self.errors: dict[str, str] = {}
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self.qids) + len(self.errors)
+
+    def add(self, qid: str, ids: list[str], scores: list[float], k: int) -> None:
+        if k < len(ids):
+            ids, scores = ids[:k], scores[:k]
+        if self.dedupe and len(set(ids)) != len(ids):
+            ids, scores, d = _dedupe(ids, scores)
+            self.dropped += d
+        self.qids.append(qid)
+        self.ids.append(ids)
+        self.scores.append(scores)
+        self.ks.append(k)
+
+    def close(self, path: Path, check: Any) -> TraceChunk:
+        """The chunk after the column-wide checks of every id and score; when one fails,
+        `check(path, number, obj)` of each record in order raises the first record's error."""
+        ok = (set(map(type, chain.from_iterable(self.ids))) <= _STR
+              and "" not in chain.from_iterable(self.ids))
+        score_types = set(map(type, chain.from_iterable(self.scores))) if ok else set()
+        if ok and not score_types <= _NUMBER_TYPES:
+            ok = False
+        if ok and score_types:
+            try:  # a sum of finite floats is finite unless it overflows: then each is checked
+                ok = math.isfinite(sum(map(sum, self.scores))) or bool(np.isfinite(
+                    np.fromiter(chain.from_iterable(self.scores), dtype=np.float64)).all())
+            except OverflowError:  # an integer beyond a float's range
+                ok = False
+        if not ok:
+            for number, obj in self.records:
+                check(path, number, obj)
+            raise AssertionError("a chunk failed a check that none of its records fails")
+        if score_types - {float}:
+            self.scores = [[float(v) for v in sc] for sc in self.scores]
+        return TraceChunk(self.qids, self.ids, self.scores, self.ks, self.errors, self.dropped,
+                          max(self.ks, default=0), self.dedupe)
+
+
+def _jsonl_chunks(path: Path, size: int, dedupe: bool) -> Iterator[TraceChunk]:
+    """JSONL trace lines in chunks. Each line is parsed by orjson and its columns taken by C-level
+    maps; the checks of ids and scores run once per chunk over all of its values. Anything
+    unusual on a line (a type, a field, a line orjson refuses) goes through `_trace_record`, the
+    careful reading of one line, which names the line and field of a defect."""
+    seen: set[str] = set()
+    ch = _Chunk(dedupe)
+    loads = orjson.loads
+    fields = _TRACE_FIELDS
+    with _open(path) as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError:
+                if raw.isspace():
+                    continue
+                obj = _parse(path, lineno, raw)
+                if obj is None:
+                    continue
+            rec = None
+            if type(obj) is dict and obj.keys() <= fields:
+                qid = obj.get("query_id")
+                results = obj.get("results")
+                if (type(qid) is str and qid and not obj.get("error")
+                        and type(results) is list):
+                    try:
+                        ids = list(map(_ID, results))
+                        scores = list(map(_SCORE, results))
+                    except (KeyError, TypeError):
+                        pass
+                    else:
+                        k = obj.get("k", len(ids))
+                        if type(k) is int and k >= 0:
+                            rec = (qid, ids, scores, k, None)
+            if rec is None:
+                rec = _trace_record(path, lineno, obj)
+            qid = rec[0]
+            if qid in seen:
+                raise InputError(str(path), f"query {qid!r} appears twice",
+                                 where=f"line {lineno}", field="query_id",
+                                 expected="one line per query")
+            seen.add(qid)
+            ch.records.append((lineno, obj))
+            if rec[4] is not None:
+                ch.errors[qid] = rec[4]
+            else:
+                try:
+                    ch.add(qid, rec[1], rec[2], rec[3])
+                except TypeError:  # an unhashable id: the careful reading names it
+                    _trace_record(path, lineno, obj)
+                    raise
+            if len(ch) >= size:
+                yield ch.close(path, _trace_record)
+                ch = _Chunk(dedupe)
+    if len(ch) or not seen:
+        yield ch.close(path, _trace_record)
+
+
+def _trace_record(path: Path, lineno: int,
+                  obj: Any) -> tuple[str, list[str], list[float], int, str | None]:
+    """One trace line read carefully: (query id, ids, scores, k, None), or (query id, [], [],
+    0, error message) for a failed query; InputError naming the line and field of a defect."""
+    where = f"line {lineno}"
+    if not isinstance(obj, dict):
+        raise InputError(str(path), "not a JSON object", where=where,
+                         expected="one JSON object per line")
+    qid = obj.get("query_id")
+    if not isinstance(qid, str) or not qid:
+        raise InputError(str(path), "missing or empty query id", where=where,
+                         field="query_id", expected="a non-empty string")
+    unknown = set(obj) - _TRACE_FIELDS
+    if unknown:
+        raise InputError(str(path), f"unknown field(s) {sorted(unknown)}", where=where,
+                         expected="query_id, k, results, error, conversation, meta")
+    if obj.get("error"):
+        return qid, [], [], 0, str(obj["error"])
+    results = obj.get("results")
+    if not isinstance(results, list):
+        raise InputError(str(path), "results is not a list", where=where, field="results",
+                         expected='a list of {"id": str, "score": number}')
+    ids, scores = _results(path, where, results)
+    k = obj.get("k", len(ids))
+    if not isinstance(k, int) or isinstance(k, bool) or k < 0:
+        raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
+                         expected="a non-negative integer")
+    return qid, ids, scores, k, None
+
+
+@dataclass
+class EncodedChunk:
+    """Consecutive ok queries as dictionary-encoded columns (no Python object per id): query
+    r's ids are vocab[ids[o_r : o_r + lengths[r]]], o = the running sum of lengths, each cut
+    at the query's own k; repeats not yet dropped. Failed queries in `errors`."""
+
+    qids: list[str]
+    lengths: np.ndarray
+    ids: np.ndarray  # int64 indices into vocab
+    vocab: list[str]
+    errors: dict[str, str]
+    kmax: int
+
+
+class Unusual(Exception):
+    """The columnar reading met something it leaves to the careful reading (which either
+    names the defect or reads the record as it always did)."""
+
+
+def _arrow_schema() -> Any:
+    # pyarrow is optional (the parquet extra): imported where it is used
+    import pyarrow as pa
+
+    result_t = pa.list_(pa.struct([("id", pa.string()), ("score", pa.float64())]))
+    return pa.schema([("query_id", pa.string()), ("k", pa.int64()), ("results", result_t),
+                      ("error", pa.string())])
+
+
+def arrow_available() -> bool:
+    try:
+        # pyarrow is optional (the parquet extra): imported where it is used
+        import pyarrow.json  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def release_arrow_memory() -> None:
+    """Hand the memory pyarrow's allocator keeps for reuse back to the system (after a file is
+    read: its batches are gone, and a large lineage must not leave its buffers in the peak)."""
+    # pyarrow is optional (the parquet extra): imported where it is used
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+
+
+def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
+                        chunk_queries: int = CHUNK_QUERIES) -> Iterator[EncodedChunk]:
+    """A JSONL or Parquet trace file as EncodedChunks, read by pyarrow (JSONL by pyarrow's
+    streaming JSON reader on one thread, Parquet by record batch). Raises Unusual, before or
+    after some chunks, on anything the careful readers must see (a record pyarrow refuses, a
+    field outside the trace format, a null or empty id or query id, a non-finite score): the
+    caller then reads the file with iter_trace_chunks. A query id read twice is for the caller
+    to find (score_chunks keeps a flag per gold query rather than every id read)."""
+    # pyarrow is optional (the parquet extra): imported where it is used
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    path = Path(path)
+    fmt = trace_format(path, fmt)
+    if fmt == "jsonl":
+        # pyarrow is optional (the parquet extra): imported where it is used
+        import pyarrow.json as pj
+
+        try:
+            reader = pj.open_json(path, read_options=pj.ReadOptions(
+                use_threads=False, block_size=1 << 24), parse_options=pj.ParseOptions(
+                explicit_schema=_arrow_schema(), unexpected_field_behavior="infer"))
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise Unusual(str(exc)) from exc
+        batches = _arrow_batches(reader, pa)
+    elif fmt == "parquet":
+        # pyarrow is optional (the parquet extra): imported where it is used
+        import pyarrow.parquet as pq
+
+        try:
+            pf = pq.ParquetFile(path)
+        except (pa.ArrowInvalid, OSError) as exc:
+            raise Unusual(str(exc)) from exc
+        batches = _arrow_batches(pf.iter_batches(batch_size=chunk_queries), pa)
+    else:
+        raise Unusual("a TREC run is read by the careful reader")
+    for batch in batches:
+        names = set(batch.schema.names)
+        if not names <= _TRACE_FIELDS or "query_id" not in names:
+            raise Unusual("columns")
+        for lo in range(0, batch.num_rows, chunk_queries):
+            yield _encode_batch(batch.slice(lo, chunk_queries), pa, pc, null_k=fmt == "parquet")
+
+
+def _arrow_batches(reader: Iterable[Any], pa: Any) -> Iterator[Any]:
+    it = iter(reader)
+    while True:
+        try:
+            batch = next(it)
+        except StopIteration:
+            return
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OSError) as exc:
+            raise Unusual(str(exc)) from exc
+        yield batch
+
+
+def _encode_batch(batch: Any, pa: Any, pc: Any, null_k: bool) -> EncodedChunk:
+    """One batch encoded; null_k: a null k means the number of results (Parquet; in JSONL an
+    absent k and "k": null differ, so there the careful reading takes any null k)."""
+    names = batch.schema.names
+    n = batch.num_rows
+    qcol = batch.column("query_id")
+    types = pa.types
+    if not types.is_string(qcol.type) or qcol.null_count or pc.any(pc.equal(qcol, "")).as_py():
+        raise Unusual("query_id")
+    qids = qcol.to_pylist()
+    errors: dict[str, str] = {}
+    failed = np.zeros(n, dtype=bool)
+    if "error" in names:
+        ecol = batch.column("error")
+        if not types.is_string(ecol.type):
+            raise Unusual("error")
+        failed = pc.fill_null(pc.not_equal(ecol, ""), False).to_numpy(zero_copy_only=False)
+        if failed.any():
+            msgs = ecol.to_pylist()
+            errors = {qids[i]: msgs[i] for i in np.flatnonzero(failed).tolist()}
+    if "results" not in names:
+        if not failed.all():
+            raise Unusual("no results")
+        return EncodedChunk([], np.zeros(0, np.int64), np.zeros(0, np.int64), [], errors, 0)
+    res = batch.column("results")
+    if not (types.is_list(res.type) and res.type.value_type.equals(
+            _arrow_schema().field("results").type.value_type)):
+        raise Unusual("results type")
+    valid = res.is_valid().to_numpy(zero_copy_only=False)
+    if (valid & failed).any() or not (valid | failed).all():
+        raise Unusual("results beside an error, or no results")
+    ok = ~failed
+    if failed.any():
+        res = res.filter(pa.array(ok))
+        qids = [q for q, f in zip(qids, failed.tolist()) if not f]
+    lengths = pc.list_value_length(res).to_numpy(zero_copy_only=False).astype(np.int64)
+    if "k" in names:
+        kcol = batch.column("k")
+        if not types.is_integer(kcol.type):
+            raise Unusual("k type")
+        if failed.any():
+            kcol = kcol.filter(pa.array(ok))
+        if kcol.null_count and not null_k:
+            raise Unusual("k null or absent")
+        ks = pc.fill_null(kcol, -1).to_numpy(zero_copy_only=False).astype(np.int64)
+        if (ks < -1).any() or kcol.null_count != int((ks == -1).sum()):
+            raise Unusual("k")
+        ks = np.where(ks == -1, lengths, ks)
+    else:
+        ks = lengths
+    id_col, score_col = res.flatten().flatten()
+    if id_col.null_count or score_col.null_count or pc.any(pc.equal(id_col, "")).as_py():
+        raise Unusual("id or score")
+    if not np.isfinite(score_col.to_numpy(zero_copy_only=False)).all():
+        raise Unusual("score")
+    enc = pc.dictionary_encode(id_col)
+    idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    cut = np.minimum(lengths, ks)
+    if (cut < lengths).any():  # keep each trace's first k ids
+        starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        idx = idx[np.repeat(starts, cut) + _ranks(cut)]
+    return EncodedChunk(qids, cut, idx, enc.dictionary.to_pylist(), errors,
+                        int(ks.max()) if ks.size else 0)
+
+
+def _ranks(lengths: np.ndarray) -> np.ndarray:
+    """0 .. len - 1 for each length, concatenated."""
+    total = int(lengths.sum())
+    return np.arange(total, dtype=np.int64) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
+def _parquet_chunks(path: Path, size: int, dedupe: bool) -> Iterator[TraceChunk]:
+    """Parquet trace rows by record batch (see the README's trace formats for the schema)."""
+    try:
+        # pyarrow is optional (the parquet extra): imported where it is used
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        raise InputError(str(path), "reading Parquet traces needs pyarrow",
+                         expected="pip install 'twistbench[parquet]'") from exc
+    try:
+        pf = pq.ParquetFile(path)
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read as Parquet: {exc}",
+                         expected="a Parquet file of trace rows") from exc
+    schema = pf.schema_arrow
+    _check_parquet_schema(path, schema, pa)
+    cols = [c for c in ("query_id", "k", "results", "error") if c in schema.names]
+    seen: set[str] = set()
+    row0 = 0
+    ch = _Chunk(dedupe)
+    for batch in pf.iter_batches(batch_size=size, columns=cols):
+        n = batch.num_rows
+        qids = batch.column("query_id").to_pylist()
+        ks = batch.column("k").to_pylist() if "k" in cols else [None] * n
+        errs = batch.column("error").to_pylist() if "error" in cols else [None] * n
+        res = batch.column("results") if "results" in cols else None
+        if res is not None:
+            offsets = res.offsets.to_numpy().astype(np.int64)  # into res.values
+            values = res.values.slice(int(offsets[0]), int(offsets[-1] - offsets[0]))
+            offsets -= offsets[0]
+            id_col, score_col = values.flatten()
+            valid = res.is_valid().to_numpy(zero_copy_only=False)
+            sc = score_col.to_numpy(zero_copy_only=False).astype(np.float64)
+            if (id_col.null_count > 0 or bool(pc.any(pc.equal(id_col, "")).as_py())
+                    or score_col.null_count > 0 or not bool(np.isfinite(sc).all())):
+                _parquet_bad_result(path, row0, valid, offsets, id_col.to_pylist(),
+                                    score_col.to_pylist())
+            flat_ids = id_col.to_pylist()
+            flat_scores = sc.tolist()
+        for i in range(n):
+            where = f"row {row0 + i + 1}"
+            qid = qids[i]
+            if not qid:
+                raise InputError(str(path), "missing or empty query id", where=where,
+                                 field="query_id", expected="a non-empty string")
+            if qid in seen:
+                raise InputError(str(path), f"query {qid!r} appears twice", where=where,
+                                 field="query_id", expected="one row per query")
+            seen.add(qid)
+            if errs[i]:
+                ch.errors[qid] = errs[i]
+            elif res is None or not valid[i]:
+                raise InputError(str(path), "results is null", where=where, field="results",
+                                 expected="a list of {id, score}, or an error")
+            else:
+                lo, hi = int(offsets[i]), int(offsets[i + 1])
+                k = ks[i]
+                if k is None:
+                    k = hi - lo
+                elif k < 0:
+                    raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
+                                     expected="a non-negative integer")
+                ch.add(qid, flat_ids[lo:hi], flat_scores[lo:hi], k)
+            if len(ch) >= size:
+                yield ch.close(path, _no_check)
+                ch = _Chunk(dedupe)
+        row0 += n
+    if len(ch) or not seen:
+        yield ch.close(path, _no_check)
+
+
+def _no_check(path: Path, number: int, obj: Any) -> None:
+    """Parquet values were checked column-wise before the chunk was filled."""
+
+
+def _check_parquet_schema(path: Path, schema: Any, pa: Any) -> None:
+    expected = ("query_id: string; results: list<struct<id: string, score: double>> "
+                "(float or integer scores allowed); k: integer (optional); error: string "
+                "(optional)")
+    types = pa.types
+
+    def bad(field: str, what: str) -> InputError:
+        return InputError(str(path), what, where="schema", field=field, expected=expected)
+
+    names = set(schema.names)
+    unknown = names - _TRACE_FIELDS
+    if unknown:
+        raise bad(sorted(unknown)[0], f"unknown column(s) {sorted(unknown)}")
+    if "query_id" not in names or not (types.is_string(schema.field("query_id").type)
+                                       or types.is_large_string(schema.field("query_id").type)):
+        raise bad("query_id", "no string column query_id")
+    if "k" in names and not types.is_integer(schema.field("k").type):
+        raise bad("k", f"k is {schema.field('k').type}")
+    if "error" in names and not types.is_string(schema.field("error").type):
+        raise bad("error", f"error is {schema.field('error').type}")
+    if "results" in names:
+        t = schema.field("results").type
+        ok = types.is_list(t) and types.is_struct(t.value_type)
+        if ok:
+            st = t.value_type
+            fields = {st.field(j).name: st.field(j).type for j in range(st.num_fields)}
+            ok = (set(fields) == {"id", "score"} and types.is_string(fields["id"])
+                  and (types.is_floating(fields["score"]) or types.is_integer(fields["score"])))
+        if not ok:
+            raise bad("results", f"results is {t}")
+
+
+def _parquet_bad_result(path: Path, row0: int, valid: np.ndarray, offsets: np.ndarray,
+                        ids: list[Any], scores: list[Any]) -> None:
+    """InputError naming the row and position of the first null or empty id or non-finite
+    score of a batch (a null row's leftover values are never read)."""
+    for i in range(len(valid)):
+        if not valid[i]:
+            continue
+        for pos in range(int(offsets[i + 1] - offsets[i])):
+            j = int(offsets[i]) + pos
+            if not ids[j] or not _is_number(scores[j]):
+                raise InputError(str(path), f"bad result at position {pos}",
+                                 where=f"row {row0 + i + 1}", field=f"results[{pos}]",
+                                 expected="{id: non-empty string, score: finite number}")
+
+
+def write_traces_parquet(path: str | Path, chunks: Iterable[TraceRun | TraceChunk],
+                         row_group_queries: int = CHUNK_QUERIES) -> int:
+    """Write traces as Parquet (one row per query, a row group per `row_group_queries`), from
+    runs or chunks given one after the other, so a large log never has to be in memory whole.
+    Returns the number of rows."""
+    # pyarrow is optional (the parquet extra): imported where it is used
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    result_t = pa.list_(pa.struct([("id", pa.string()), ("score", pa.float64())]))
+    schema = pa.schema([("query_id", pa.string()), ("k", pa.int64()), ("results", result_t),
+                        ("error", pa.string())])
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        for part in chunks:
+            if isinstance(part, TraceRun):
+                ts = list(part.traces.values())
+                qids = [t.query_id for t in ts] + list(part.errors)
+                ks: list[int | None] = [t.k for t in ts] + [None] * len(part.errors)
+                ids = [t.ids for t in ts]
+                scores = [t.scores for t in ts]
+                errs = [None] * len(ts) + list(part.errors.values())
+            else:
+                qids = part.qids + list(part.errors)
+                ks = list(part.ks) + [None] * len(part.errors)
+                ids, scores = part.ids, part.scores
+                errs = [None] * len(part.qids) + list(part.errors.values())
+            lens = np.fromiter(map(len, ids), dtype=np.int32, count=len(ids))
+            offsets = np.concatenate(([0], np.cumsum(lens, dtype=np.int64))).astype(np.int32)
+            n_err = len(qids) - len(ids)
+            offsets = np.concatenate((offsets, np.full(n_err, offsets[-1], dtype=np.int32)))
+            mask = np.concatenate((np.zeros(len(ids), bool), np.ones(n_err, bool)))
+            values = pa.StructArray.from_arrays(
+                [pa.array(list(chain.from_iterable(ids)), pa.string()),
+                 pa.array(list(chain.from_iterable(scores)), pa.float64())], ["id", "score"])
+            results = pa.ListArray.from_arrays(pa.array(offsets), values,
+                                               mask=pa.array(mask))
+            table = pa.table([pa.array(qids, pa.string()), pa.array(ks, pa.int64()), results,
+                              pa.array(errs, pa.string())], schema=schema)
+            writer.write_table(table, row_group_size=row_group_queries)
+            n += len(qids)
+    return n
 
 
 def _sniff(path: Path) -> str:
@@ -228,8 +986,6 @@ def _sniff(path: Path) -> str:
 
 
 def _dedupe(ids: list[str], scores: list[float]) -> tuple[list[str], list[float], int]:
-    if len(set(ids)) == len(ids):  # the usual case: nothing repeated
-        return ids, scores, 0
     seen: set[str] = set()
     out_i: list[str] = []
     out_s: list[float] = []
@@ -242,56 +998,11 @@ def _dedupe(ids: list[str], scores: list[float]) -> tuple[list[str], list[float]
     return out_i, out_s, len(ids) - len(out_i)
 
 
-def _read_traces_jsonl(path: Path) -> TraceRun:
-    traces: dict[str, Trace] = {}
-    errors: dict[str, str] = {}
-    dropped = 0
-    kmax = 0
-    for lineno, obj in _jsonl(path):
-        where = f"line {lineno}"
-        qid = obj.get("query_id")
-        if not isinstance(qid, str) or not qid:
-            raise InputError(str(path), "missing or empty query id", where=where,
-                             field="query_id", expected="a non-empty string")
-        if qid in traces or qid in errors:
-            raise InputError(str(path), f"query {qid!r} appears twice", where=where,
-                             field="query_id", expected="one line per query")
-        unknown = set(obj) - {"query_id", "k", "results", "error", "conversation", "meta"}
-        if unknown:
-            raise InputError(str(path), f"unknown field(s) {sorted(unknown)}", where=where,
-                             expected="query_id, k, results, error, conversation, meta")
-        if obj.get("error"):
-            errors[qid] = str(obj["error"])
-            continue
-        results = obj.get("results")
-        if not isinstance(results, list):
-            raise InputError(str(path), "results is not a list", where=where, field="results",
-                             expected='a list of {"id": str, "score": number}')
-        ids, scores = _results(path, where, results)
-        k = obj.get("k", len(ids))
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            raise InputError(str(path), f"bad k {k!r}", where=where, field="k",
-                             expected="a non-negative integer")
-        ids, scores, d = _dedupe(ids[:k], scores[:k])
-        dropped += d
-        kmax = max(kmax, k)
-        traces[qid] = Trace(qid, ids, scores, k)
-    return TraceRun(_run_name(path), str(path), kmax, traces, errors, dropped)
-
-
 _INF = float("inf")
 
 
 def _results(path: Path, where: str, results: list[Any]) -> tuple[list[str], list[float]]:
     """The ids and scores of a results list; InputError naming the first bad position."""
-    try:  # fast path: whole columns at once; anything unusual takes the checked loop below
-        ids = [r["id"] for r in results]
-        raw = [r["score"] for r in results]
-        if (all(type(i) is str and i for i in ids)
-                and all((type(v) is float or type(v) is int) and -_INF < v < _INF for v in raw)):
-            return ids, [float(v) for v in raw]
-    except (TypeError, KeyError, OverflowError):
-        pass
     ids, scores = [], []
     for pos, r in enumerate(results):
         if (not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]
@@ -305,7 +1016,12 @@ def _results(path: Path, where: str, results: list[Any]) -> tuple[list[str], lis
 
 
 def _is_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer beyond a float's range
+        return False
 
 
 _WS = re.compile(r"\s+")
@@ -335,11 +1051,14 @@ def _read_traces_trec(path: Path) -> TraceRun:
         # trec_eval's order (form_res_rels.c, comp_sim_docno): score descending, then docno
         # descending by strcmp; Python compares str by code point, which is UTF-8 byte order.
         lst.sort(reverse=True)
-        ids, scores, d = _dedupe([t[1] for t in lst], [t[0] for t in lst])
+        ids, scores = [t[1] for t in lst], [t[0] for t in lst]
+        d = 0
+        if len(set(ids)) != len(ids):
+            ids, scores, d = _dedupe(ids, scores)
         dropped += d
         kmax = max(kmax, len(lst))
         traces[qid] = Trace(qid, ids, scores, len(lst))
-    return TraceRun(_run_name(path), str(path), kmax, traces, {}, dropped)
+    return TraceRun(run_name(path), str(path), kmax, traces, {}, dropped)
 
 
 def read_lineage(path: str | Path) -> Lineage:
