@@ -516,13 +516,14 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
                                if k2 != "majority_per_case"}
 
     if out_dir is not None:
-        _write_outputs(Path(out_dir), result, runs, gold, cases, export_trec, on_stage)
+        _write_outputs(Path(out_dir), result, runs, gold, cases, export_trec, on_stage, coded)
     return result
 
 
 def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun, Lineage]],
                    gold: Gold, cases: list[ct.ContestedCase], export_trec: bool,
-                   on_stage: OnStage | None = None) -> None:
+                   on_stage: OnStage | None = None,
+                   coded: Mapping[int, CodedLineage] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": "audit.json", "markdown": "audit.md", "per_query": "per_query.jsonl",
              "contested_cases": "contested_cases.jsonl",
@@ -537,7 +538,7 @@ def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun
     if export_trec:
         files["trec"] = "trec/"
         with _stage(on_stage, "write TREC run + qrels files"):
-            export_trec_files(out / "trec", runs, gold, result.config.k)
+            export_trec_files(out / "trec", runs, gold, result.config.k, coded=coded)
     result.files = files
     with _stage(on_stage, "write audit.json + audit.md"):
         (out / files["json"]).write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True)
@@ -570,23 +571,30 @@ def _per_query_lines(rs: TraceScores) -> Iterator[str]:
 
 
 def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
-                      k: int, score_mode: str = "rank") -> dict[str, dict[str, str]]:
+                      k: int, score_mode: str = "rank",
+                      coded: Mapping[int, CodedLineage] | None = None
+                      ) -> dict[str, dict[str, str]]:
     """Per run: trec/<run>/run.txt and qrels.<raw|src|can>.txt (binary, eligible ids only).
 
     ranx or pytrec_eval re-check our numbers from these (with score_mode "rank" the written
     scores are strictly decreasing, so their tie handling cannot reorder the list). Queries
     without any eligible id under a target have no qrels line there (and are not scored).
+    coded: id(lineage) -> its CodedLineage, where the caller has coded it already.
     """
     out = Path(out)
     written: dict[str, dict[str, str]] = {}
+    coded = dict(coded or {})
     for run, lin in runs:
         d = out / _safe_dir(run.name)
-        cl = code_lineage(lin)
-        qids = select_queries(run, gold)[0]
-        cq = code_queries(run, gold, cl, qids, k)
+        with bulk_build():
+            if id(lin) not in coded:
+                coded[id(lin)] = code_lineage(lin)
+            cl = coded[id(lin)]
+            qids = select_queries(run, gold)[0]
+            cq = code_queries(run, gold, cl, qids, k)
+            trimmed = TraceRun(run.name, run.path, k,
+                               {q: _cut(run.traces[q], k) for q in qids})
         ts = build_targets(cq, cl)
-        trimmed = TraceRun(run.name, run.path, k,
-                           {q: _cut(run.traces[q], k) for q in qids})
         files = {"run": str(d / "run.txt")}
         write_trec_run(d / "run.txt", trimmed, qids, score_mode=score_mode)
         for t in TARGETS:

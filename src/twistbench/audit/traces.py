@@ -430,17 +430,35 @@ def write_trec_run(path: str | Path, run: TraceRun, query_ids: Sequence[str] | N
     qids = list(query_ids) if query_ids is not None else list(run.traces)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    tokens = _TrecTokens()  # each memory id encoded once, not once per line
+    rank_tails: dict[int, list[str]] = {}  # list length -> " rank score tag" per rank (rank mode)
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for q in qids:
             t = run.traces.get(q)
             if t is None:
                 continue
-            for r, (i, s) in enumerate(zip(t.ids, t.scores), start=1):
-                sc = float(len(t.ids) - r + 1) if score_mode == "rank" else s
-                fh.write(f"{trec_id(q)} Q0 {trec_id(i)} {r} {sc!r} {tag}\n")
-                n += 1
+            size = len(t.ids)
+            if score_mode == "rank":
+                if size not in rank_tails:
+                    rank_tails[size] = [f" {r} {float(size - r + 1)!r} {tag}\n"
+                                        for r in range(1, size + 1)]
+                tails = rank_tails[size]
+            else:
+                tails = [f" {r} {s!r} {tag}\n" for r, s in enumerate(t.scores, start=1)]
+            head = f"{trec_id(q)} Q0 "
+            lines = [head + tokens[i] + tail for i, tail, _ in zip(t.ids, tails, t.scores)]
+            fh.write("".join(lines))
+            n += len(lines)
     return n
+
+
+class _TrecTokens(dict):
+    """id -> trec_id(id), computed on first use."""
+
+    def __missing__(self, key: str) -> str:
+        value = self[key] = trec_id(key)
+        return value
 
 
 def write_trec_qrels(path: str | Path, qrels: dict[str, list[str]]) -> int:
