@@ -12,6 +12,8 @@ TWIST (tracks):
 TIAP (the retrieval audit):
 - `paired_bootstrap`, `paired_bootstrap_many`, `two_group_bootstrap`, `mean_gap_bootstrap`:
   percentile intervals resampling queries (TIAP §4: 3,000 paired resamples), as `Interval`.
+  `BootstrapBatch` runs many of them together (the audit's dozens): one index draw per
+  (query count, seed), each resample's sums as its draw counts times every column at once.
 - `fleiss_kappa`, `mean_pairwise_agreement`, `majority`: agreement of contested-credit raters.
 Rater agreement (TIAP contested credits, the answer-key annotation of `annotate/`):
 - `cohen_kappa` (two raters), `fleiss_kappa` (any fixed number), both from one formula
@@ -358,9 +360,12 @@ class BootstrapBatch:
     `add(values, seed)` registers an (n, m) matrix; `run()` computes, for each one, the
     (n_resamples, m) means of its columns over row resamples, exactly as a lone bootstrap with
     that seed would: matrices with the same row count n and seed share one draw of indices
-    (int32, in blocks of _BLOCK_ELEMS so memory stays bounded), and a column registered twice
-    (same values, n and seed) is resampled once. An audit asks for dozens of bootstraps over the
-    same queries, so it draws a handful of index sets instead of dozens.
+    (int32, in blocks of _BLOCK_ELEMS so memory stays bounded; a seed's stream does not depend
+    on the block size), and a column registered twice (same values, n and seed) is resampled
+    once. A resample's sum of a column is computed as the resample's draw counts per row times
+    the column, for all columns in one matrix product: no gather per column, no Python loop per
+    resample. An audit asks for dozens of bootstraps over the same queries, so it draws a
+    handful of index sets instead of dozens.
 
     The deferred helpers `paired`, `two_group` and `mean_gap` return a function that gives the
     interval once `run()` has been called; the module-level functions below are those helpers
