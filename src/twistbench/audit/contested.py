@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from twistbench.audit.metrics import TraceScores
-from twistbench.audit.traces import Gold, Lineage, TraceRun
+from twistbench.audit.traces import Gold, Lineage, TraceRun, bulk_build
 from twistbench.errors import InputError, decode_utf8, load_json, read_bytes
 from twistbench.stats import count_matrix, fleiss_kappa, majority, mean_pairwise_agreement
 
@@ -75,12 +75,13 @@ class LineageIndex:
     every run stored there."""
 
     def __init__(self, lineage: Lineage) -> None:
-        self.rows = lineage.by_key()
-        self.raw_text: dict[tuple[str, str], str] = {}
-        for r in lineage.rows:
-            if r.raw and r.text:
-                for s in r.sources:
-                    self.raw_text.setdefault((r.conversation, s), r.text)
+        with bulk_build():  # one key tuple per stored memory, no cycles
+            self.rows = lineage.by_key()
+            self.raw_text: dict[tuple[str, str], str] = {}
+            for r in lineage.rows:
+                if r.raw and r.text:
+                    for s in r.sources:
+                        self.raw_text.setdefault((r.conversation, s), r.text)
 
 
 def extract_cases(scores: TraceScores, run: TraceRun, lineage: Lineage,
@@ -119,10 +120,14 @@ def write_cases(path: str | Path, cases: Iterable[ContestedCase]) -> int:
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for c in cases:
-            fh.write(json.dumps(c.as_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            # a shallow field dict: asdict() would deep-copy every list first, for the same JSON
+            fh.write(json.dumps({f.name: getattr(c, f.name) for f in _CASE_FIELDS},
+                                ensure_ascii=False, sort_keys=True) + "\n")
             n += 1
     return n
 
+
+_CASE_FIELDS = fields(ContestedCase)
 
 # the annotations of ContestedCase (strings: `from __future__ import annotations`)
 _CASE_FIELD_TYPES = {"str": str, "int": int, "list[str]": (list, str),

@@ -465,10 +465,11 @@ def write_trec_qrels(path: str | Path, qrels: dict[str, list[str]]) -> int:
     """Write binary qrels (`qid 0 docid 1`), one line per eligible memory id."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    tokens = _TrecTokens()
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for q, docs in qrels.items():
-            for d in docs:
-                fh.write(f"{trec_id(q)} 0 {trec_id(d)} 1\n")
-                n += 1
+            head = f"{trec_id(q)} 0 "
+            fh.write("".join([f"{head}{tokens[d]} 1\n" for d in docs]))
+            n += len(docs)
     return n
