@@ -21,7 +21,7 @@ Printed:
 The last line is `audit: WALL s wall, PEAK MB peak RSS (goal <= 20 s, <= 1000 MB)`.
 
 Run: .venv/bin/python benchmarks/bench_audit.py [--queries 100000] [--repeats 3]
-     [--keep DIR] (keep the inputs and the last audit's output in DIR)
+     [--keep DIR] (keep the inputs and the last audit's output in DIR; reuse inputs there)
 """
 
 from __future__ import annotations
@@ -130,7 +130,8 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=60)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--keep", type=Path, default=None,
-                    help="keep the inputs and the last audit's output in this folder")
+                    help="keep the inputs and the last audit's output in this folder (inputs "
+                    "already there, from an earlier --keep with the same sizes, are reused)")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="bench_audit_")
@@ -138,10 +139,15 @@ def main() -> None:
     folder.mkdir(parents=True, exist_ok=True)
     try:
         t0 = time.perf_counter()
-        paths = write_inputs(folder, args.queries, args.k)
+        paths = {n: folder / f"{n}.jsonl" for n in ("a", "b", "lineage", "gold")}
+        reused = args.keep is not None and all(p.is_file() for p in paths.values())
+        if not reused:
+            paths = write_inputs(folder, args.queries, args.k)
         mb = sum(p.stat().st_size for p in paths.values()) / 1e6
         print(f"inputs: 2 runs x {args.queries:,} queries x {args.k}, shared lineage and gold, "
-              f"{mb:.0f} MB of JSONL ({time.perf_counter() - t0:.1f} s to write)")
+              f"{mb:.0f} MB of JSONL ("
+              + ("reused from --keep" if reused else f"{time.perf_counter() - t0:.1f} s to write")
+              + ")")
         runs = []
         for i in range(args.repeats):
             wall, peak, err = run_cli(paths, folder / "audit", folder / "cli.log")
