@@ -138,19 +138,22 @@ def _shifts(rs: TraceScores, boot: BootstrapBatch, seed: int,
 
 def _instability(rs: TraceScores, min_change: float) -> list[dict[str, Any]]:
     out = []
-    cats = np.asarray(rs.categories, dtype=object)
+    names = sorted(set(rs.categories), key=_cat_key)  # category codes follow this order
+    code = {c: i for i, c in enumerate(names)}
+    codes = np.fromiter((code[c] for c in rs.categories), dtype=np.int32,
+                        count=len(rs.categories))
     for a, b in TARGET_PAIRS:
         mask = rs.covered((a, b))
         entry: dict[str, Any] = {"run": rs.name, "a": a, "b": b, "n": int(mask.sum()),
                                  "overall": {}, "by_category": {}}
+        diffs = {m: np.abs(rs.scores[a][m][mask] - rs.scores[b][m][mask]) for m in METRICS}
         for m in METRICS:
-            d = np.abs(rs.scores[a][m][mask] - rs.scores[b][m][mask])
-            entry["overall"][m] = _change_shares(d, min_change)
-        for c in sorted(set(cats[mask].tolist()), key=_cat_key):
-            sel = mask & (cats == c)
-            entry["by_category"][c] = {
-                m: _change_shares(np.abs(rs.scores[a][m][sel] - rs.scores[b][m][sel]),
-                                  min_change) for m in METRICS}
+            entry["overall"][m] = _change_shares(diffs[m], min_change)
+        in_mask = codes[mask]
+        for c in np.unique(in_mask).tolist():
+            sel = in_mask == c
+            entry["by_category"][names[c]] = {m: _change_shares(diffs[m][sel], min_change)
+                                              for m in METRICS}
         out.append(entry)
     return out
 
