@@ -474,7 +474,9 @@ def write_trec_qrels(path: str | Path, qrels: dict[str, list[str]]) -> int:
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for q, docs in qrels.items():
+            if not docs:
+                continue
             head = f"{trec_id(q)} 0 "
-            fh.write("".join([f"{head}{tokens[d]} 1\n" for d in docs]))
+            fh.write(head + (" 1\n" + head).join(map(tokens.__getitem__, docs)) + " 1\n")
             n += len(docs)
     return n
