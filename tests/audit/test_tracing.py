@@ -112,6 +112,9 @@ def test_fact_rag_keeping_raw_turns_is_eligible_under_every_target(tmp_path: Pat
     assert "D1:2" in ids and any(i.startswith("D1:2#f") for i in ids)
     only = read_lineage(outs["facts-only"] / "lineage.jsonl")
     assert not any(r.raw for r in only.rows)  # the default stores facts alone
+    # the option is in the configuration only when set: existing runs keep their fingerprint
+    assert "keep_raw" not in FactRAG("lexical").config()
+    assert FactRAG("lexical", keep_raw=True).config()["keep_raw"] is True
 
     res = audit([outs["raw+facts-lexical"], outs["raw+facts-lexical-2"], outs["facts-only"]],
                 n_resamples=50)

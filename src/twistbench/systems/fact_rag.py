@@ -54,9 +54,12 @@ class FactRAG(BaseSystem):
         self.reset("")
 
     def config(self) -> dict[str, Any]:
-        return {"retriever": self.retriever_name, "max_facts": self.max_facts, "k": self.k,
-                "match_ratio": self.match_ratio, "parser": "rule-based (retrieval/parser.py)",
-                "alignment": "always aligned: no mechanism", "keep_raw": self.keep_raw}
+        config = {"retriever": self.retriever_name, "max_facts": self.max_facts, "k": self.k,
+                  "match_ratio": self.match_ratio, "parser": "rule-based (retrieval/parser.py)",
+                  "alignment": "always aligned: no mechanism"}
+        if self.keep_raw:  # only when set: the runs' fingerprints predate the option
+            config["keep_raw"] = True
+        return config
 
     def reset(self, conversation_id: str) -> None:
         self.conversation_id = conversation_id
