@@ -587,6 +587,9 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]],
     out = Path(out)
     written: dict[str, dict[str, str]] = {}
     coded = dict(coded or {})
+    # the eligible ids depend on the store and the scored queries only (gold anchors joined to
+    # the lineage), not on the rankings: runs of one store on the same queries share them
+    eligible: dict[tuple[int, tuple[str, ...]], dict[str, dict[str, list[str]]]] = {}
     for run, lin in runs:
         d = out / _safe_dir(run.name)
         with bulk_build():
@@ -594,15 +597,18 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]],
                 coded[id(lin)] = code_lineage(lin)
             cl = coded[id(lin)]
             qids = select_queries(run, gold)[0]
-            cq = code_queries(run, gold, cl, qids, k)
+            key = (id(lin), tuple(qids))
+            cq = code_queries(run, gold, cl, qids, k) if key not in eligible else None
             trimmed = TraceRun(run.name, run.path, k,
                                {q: _cut(run.traces[q], k) for q in qids})
-        ts = build_targets(cq, cl)
+        if cq is not None:
+            ts = build_targets(cq, cl)
+            eligible[key] = {t: eligible_ids(cq, ts, cl, t) for t in TARGETS}
         files = {"run": str(d / "run.txt")}
         write_trec_run(d / "run.txt", trimmed, qids, score_mode=score_mode)
         for t in TARGETS:
             files[t] = str(d / f"qrels.{t}.txt")
-            write_trec_qrels(d / f"qrels.{t}.txt", eligible_ids(cq, ts, cl, t))
+            write_trec_qrels(d / f"qrels.{t}.txt", eligible[key][t])
         written[run.name] = files
     return written
 
