@@ -172,11 +172,16 @@ def test_trace_then_audit_from_the_command_line(tmp_path):
         assert r.returncode == 0, r.stderr
         assert (tmp_path / name / "traces.jsonl").exists()
     r = twist("audit", str(tmp_path / "flat-rag"), str(tmp_path / "fact-rag"), "-o",
-              str(tmp_path / "audit"), "--resamples", "100")
+              str(tmp_path / "audit"), "--resamples", "100", "--profile")
     assert r.returncode == 0, r.stderr
     doc = json.loads((tmp_path / "audit" / "audit.json").read_text())
     assert doc  # the JSON report exists and parses
     assert "Raw" in r.stdout and "Canonical" in r.stdout
+    # --profile: one stderr line per stage, the report on stdout untouched
+    stages = [ln for ln in r.stderr.splitlines() if ln.startswith("profile: ")]
+    assert any(ln.startswith("profile: bootstrap: 100 resamples") for ln in stages)
+    assert stages[-1].startswith("profile: render + print the report: ")
+    assert all(ln.endswith(" s") for ln in stages) and "profile:" not in r.stdout
     bad = twist("audit", str(tmp_path / "nothing-here.jsonl"))
     assert bad.returncode == 2 and "nothing-here.jsonl" in bad.stderr
 

@@ -66,9 +66,42 @@ def test_block_boundaries_do_not_change_the_draw(monkeypatch: pytest.MonkeyPatch
     rng = np.random.default_rng(3)
     a, b = rng.random(1000), rng.random(1000)
     full = paired_bootstrap(a, b)
-    monkeypatch.setattr(st, "_BLOCK_ELEMS", 7 * 1000)  # 7 resamples per block
+    monkeypatch.setattr(st, "_BLOCK_ELEMS", 7 * 1000)  # 7 resamples per matrix product
+    monkeypatch.setattr(st, "_COUNT_ELEMS", 3 * 1000)  # 3 resamples per count
     blocked = paired_bootstrap(a, b)
-    assert blocked == full
+    # the same draws; only the matrix product's row blocking differs (last-bit rounding)
+    assert blocked.estimate == full.estimate and blocked.n == full.n
+    assert blocked.low == pytest.approx(full.low, abs=1e-15)
+    assert blocked.high == pytest.approx(full.high, abs=1e-15)
+
+
+def test_batch_equals_resampling_by_gather_and_shares_draws() -> None:
+    """Second algorithm: the same index draws (PCG64, seed, int32, one block) gathered and
+    averaged per column; the batch's count-times-column sums agree to rounding. Matrices of
+    the same n and seed share a draw; a column given twice is resampled once."""
+    import twistbench.stats as st
+
+    rng = np.random.default_rng(9)
+    n, r = 500, 400
+    x, y, z = rng.random((n, 3)), rng.random((n, 2)), rng.random(n - 1)
+    batch = st.BootstrapBatch(r)
+    tx, ty, tz = batch.add(x, 1337), batch.add(np.column_stack([x[:, 1], y[:, 0]]), 1337), \
+        batch.add(z, 1337)
+    ty2 = batch.add(y, 1338)
+    assert batch.columns == 3 + 1 + 1 + 2 and batch.draws == 3
+    batch.run()
+    idx = np.random.default_rng(1337).integers(0, n, size=(r, n), dtype=np.int32)
+    by_gather = np.column_stack([x[idx, j].mean(axis=1) for j in range(3)])
+    np.testing.assert_allclose(batch.dist(tx), by_gather, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(batch.dist(ty)[:, 1], y[idx, 0].mean(axis=1), rtol=0, atol=1e-14)
+    assert np.array_equal(batch.dist(ty)[:, 0], batch.dist(tx)[:, 1])  # shared draw, one slot
+    idx2 = np.random.default_rng(1338).integers(0, n, size=(r, n), dtype=np.int32)
+    np.testing.assert_allclose(batch.dist(ty2)[:, 0], y[idx2, 0].mean(axis=1), atol=1e-14)
+    idx_z = np.random.default_rng(1337).integers(0, n - 1, size=(r, n - 1), dtype=np.int32)
+    np.testing.assert_allclose(batch.dist(tz)[:, 0], z[idx_z].mean(axis=1), atol=1e-14)
+    # the module-level functions are the same computation on a batch of one
+    assert st.paired_bootstrap_many(x, r, 1337)[2].low == \
+        float(np.percentile(batch.dist(tx)[:, 2], 2.5))
 
 
 def test_two_group_bootstrap_matches_scipy() -> None:

@@ -13,6 +13,7 @@ import math
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
@@ -1103,6 +1104,9 @@ def audit_traces(
         "(repeatable).")] = None,
     labels: Annotated[list[Path] | None, typer.Option(
         help="Contested-credit label CSV (case_id, rater, label), repeatable.")] = None,
+    profile: Annotated[bool, typer.Option(
+        "--profile", help="Print each stage's wall time to stderr ('profile: STAGE: S s').")
+    ] = False,
 ) -> None:
     """Rescore saved traces under Raw, Source and Canonical targets.
 
@@ -1123,13 +1127,21 @@ def audit_traces(
             _fail_input(InputError("--group", f"{g!r}", expected="NAME=run1,run2"))
         name, members = g.split("=", 1)
         groups[name] = [m for m in members.split(",") if m]
+
+    def on_stage(stage: str, seconds: float) -> None:
+        err.print(f"profile: {stage}: {seconds:.2f} s", markup=False, highlight=False)
+
     try:
         res = audit(traces, lineage=(lineage[0] if lineage and len(lineage) == 1 else lineage),
                     gold=gold, out_dir=out, metric_variant=metric_variant, n_resamples=resamples,
-                    seed=seed, k=k, groups=groups or None, labels=labels or ())
+                    seed=seed, k=k, groups=groups or None, labels=labels or (),
+                    on_stage=on_stage if profile else None)
     except InputError as exc:
         _fail_input(exc)
+    t0 = time.perf_counter()
     console.print(render_audit_markdown(res), markup=False, highlight=False)
+    if profile:
+        on_stage("render + print the report", time.perf_counter() - t0)
 
 
 @audit_app.command("native")

@@ -12,6 +12,8 @@ TWIST (tracks):
 TIAP (the retrieval audit):
 - `paired_bootstrap`, `paired_bootstrap_many`, `two_group_bootstrap`, `mean_gap_bootstrap`:
   percentile intervals resampling queries (TIAP §4: 3,000 paired resamples), as `Interval`.
+  `BootstrapBatch` runs many of them together (the audit's dozens): one index draw per
+  (query count, seed), each resample's sums as its draw counts times every column at once.
 - `fleiss_kappa`, `mean_pairwise_agreement`, `majority`: agreement of contested-credit raters.
 Rater agreement (TIAP contested credits, the answer-key annotation of `annotate/`):
 - `cohen_kappa` (two raters), `fleiss_kappa` (any fixed number), both from one formula
@@ -25,6 +27,7 @@ seed the TIAP paper states) for the audit's query bootstraps. The generator is n
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -44,7 +47,8 @@ TIAP_BOOTSTRAP_SEED = 1337
 TIAP_RESAMPLES = 3000
 CONFIDENCE = 0.95
 MIN_GROUP = 2  # two-group bootstraps need at least this many observations per group
-_BLOCK_ELEMS = 4_000_000  # indices drawn per block: bounds memory for 100k queries × 3,000
+_BLOCK_ELEMS = 4_000_000  # resample counts per matrix product (32 MB of float64 counts)
+_COUNT_ELEMS = 200_000  # indices counted per bincount: its counts stay in cache
 Z95 = 1.959963984540054
 
 Method = Literal["wilson", "cluster_bootstrap", "none"]
@@ -351,6 +355,155 @@ def _nan_interval(n: int = 0) -> Interval:
     return Interval(math.nan, math.nan, math.nan, n)
 
 
+class BootstrapBatch:
+    """Bootstrap means of many value matrices, drawing each resample set once.
+
+    `add(values, seed)` registers an (n, m) matrix; `run()` computes, for each one, the
+    (n_resamples, m) means of its columns over row resamples, exactly as a lone bootstrap with
+    that seed would: matrices with the same row count n and seed share one draw of indices
+    (int32, in blocks of _BLOCK_ELEMS so memory stays bounded; a seed's stream does not depend
+    on the block size), and a column registered twice (same values, n and seed) is resampled
+    once. A resample's sum of a column is computed as the resample's draw counts per row times
+    the column, for all columns in one matrix product: no gather per column, no Python loop per
+    resample. An audit asks for dozens of bootstraps over the same queries, so it draws a
+    handful of index sets instead of dozens.
+
+    The deferred helpers `paired`, `two_group` and `mean_gap` return a function that gives the
+    interval once `run()` has been called; the module-level functions below are those helpers
+    on a batch of one.
+    """
+
+    def __init__(self, n_resamples: int = TIAP_RESAMPLES) -> None:
+        self.n_resamples = n_resamples
+        self._columns: dict[tuple[int, int, bytes], int] = {}  # (n, seed, digest) -> slot
+        self._slots: list[tuple[int, int, np.ndarray]] = []  # (n, seed, column), unique
+        self._jobs: list[list[int]] = []  # per ticket, its columns' slots
+        self._dists: list[np.ndarray] | None = None
+
+    def add(self, values: np.ndarray, seed: int) -> int:
+        """Register an (n, m) (or (n,)) matrix; returns the ticket for `dist`."""
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim == 1:
+            values = values[:, None]
+        n = values.shape[0]
+        slots = []
+        for j in range(values.shape[1]):
+            col = np.ascontiguousarray(values[:, j])
+            key = (n, seed, hashlib.blake2b(col.tobytes(), digest_size=20).digest())
+            if key not in self._columns:
+                self._columns[key] = len(self._slots)
+                self._slots.append((n, seed, col))
+            slots.append(self._columns[key])
+        self._jobs.append(slots)
+        self._dists = None
+        return len(self._jobs) - 1
+
+    @property
+    def draws(self) -> int:
+        """Index draws `run()` makes: one per distinct (n > 0, seed)."""
+        return len({(n, seed) for n, seed, _ in self._slots if n})
+
+    @property
+    def columns(self) -> int:
+        """Distinct columns `run()` resamples."""
+        return len(self._slots)
+
+    def run(self) -> None:
+        """Resample every registered column: one index draw per (n, seed), shared."""
+        r = self.n_resamples
+        groups: dict[tuple[int, int], list[int]] = {}
+        for slot, (n, seed, _) in enumerate(self._slots):
+            groups.setdefault((n, seed), []).append(slot)
+        means = np.full((len(self._slots), r), np.nan)
+        for (n, seed), slots in groups.items():
+            if n == 0:
+                continue
+            values = np.column_stack([self._slots[s][2] for s in slots])  # (n, columns)
+            rng = np.random.default_rng(seed)
+            block = max(1, _BLOCK_ELEMS // n)  # resamples per matrix product
+            step = max(1, _COUNT_ELEMS // n)  # resamples counted at once (cache-sized)
+            counts = np.empty((min(block, r), n), dtype=np.float64)
+            offsets = (np.arange(step, dtype=np.int64) * n)[:, None]
+            for start in range(0, r, block):
+                b = min(block, r - start)
+                for row in range(0, b, step):
+                    c = min(step, b - row)
+                    idx = rng.integers(0, n, size=(c, n),
+                                       dtype=np.int32 if n < 2**31 else np.int64)
+                    # how often each query is drawn in each resample: the resample's sum of
+                    # a column is then counts @ column, every column in one matrix product
+                    counts[row:row + c] = np.bincount((idx + offsets[:c]).ravel(),
+                                                      minlength=c * n).reshape(c, n)
+                means[slots, start:start + b] = (counts[:b] @ values).T / n
+        self._dists = [np.ascontiguousarray(means[slots].T) for slots in self._jobs]
+
+    def dist(self, ticket: int) -> np.ndarray:
+        """(n_resamples, m) resampled column means of the matrix behind `ticket`."""
+        if self._dists is None:
+            raise RuntimeError("BootstrapBatch.run() has not been called since the last add()")
+        return self._dists[ticket]
+
+    def paired(self, diffs: np.ndarray, seed: int = TIAP_BOOTSTRAP_SEED,
+               confidence: float = CONFIDENCE) -> Callable[[], list[Interval]]:
+        """Deferred `paired_bootstrap_many`."""
+        diffs = np.asarray(diffs, dtype=np.float64)
+        n, m = diffs.shape[0], diffs.shape[1]
+        if n == 0:
+            return lambda: [_nan_interval(0) for _ in range(m)]
+        ticket = self.add(diffs, seed)
+
+        def get() -> list[Interval]:
+            alpha = 1.0 - confidence
+            lo, hi = np.percentile(self.dist(ticket), [100 * alpha / 2, 100 * (1 - alpha / 2)],
+                                   axis=0)
+            means = diffs.mean(axis=0)
+            return [Interval(float(means[j]), float(lo[j]), float(hi[j]), n) for j in range(m)]
+        return get
+
+    def two_group(self, x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
+                  seed: int = TIAP_BOOTSTRAP_SEED,
+                  confidence: float = CONFIDENCE) -> Callable[[], Interval]:
+        """Deferred `two_group_bootstrap`."""
+        x = np.asarray(x, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if x.size < MIN_GROUP or y.size < MIN_GROUP:
+            # a group of one resamples to itself: its interval would claim certainty it lacks
+            return lambda: _nan_interval(int(x.size + y.size))
+        tx, ty = self.add(x, seed), self.add(y, seed + 1)
+
+        def get() -> Interval:
+            lo, hi = percentile_ci(self.dist(tx)[:, 0] - self.dist(ty)[:, 0], confidence)
+            return Interval(float(x.mean() - y.mean()), lo, hi, int(x.size + y.size))
+        return get
+
+    def mean_gap(self, groups: Sequence[tuple[np.ndarray, np.ndarray]],
+                 seed: int = TIAP_BOOTSTRAP_SEED,
+                 confidence: float = CONFIDENCE) -> Callable[[], Interval]:
+        """Deferred `mean_gap_bootstrap`."""
+        usable = [(np.asarray(x, float), np.asarray(y, float)) for x, y in groups
+                  if len(x) >= MIN_GROUP and len(y) >= MIN_GROUP]
+        if not usable:
+            return lambda: _nan_interval(0)
+        tickets = [(self.add(x, seed + 2 * r), self.add(y, seed + 2 * r + 1))
+                   for r, (x, y) in enumerate(usable)]
+
+        def get() -> Interval:
+            total = np.zeros(self.n_resamples)
+            point = 0.0
+            for (tx, ty), (x, y) in zip(tickets, usable):
+                total += self.dist(tx)[:, 0] - self.dist(ty)[:, 0]
+                point += x.mean() - y.mean()
+            total /= len(usable)
+            lo, hi = percentile_ci(total, confidence)
+            return Interval(point / len(usable), lo, hi, len(usable))
+        return get
+
+
+def _run_one(batch: BootstrapBatch, get: Callable[[], Any]) -> Any:
+    batch.run()
+    return get()
+
+
 def bootstrap_mean_matrix(values: np.ndarray, n_resamples: int = TIAP_RESAMPLES,
                           seed: int = TIAP_BOOTSTRAP_SEED) -> np.ndarray:
     """(n_resamples, m) means of the columns of an (n, m) matrix over row resamples.
@@ -358,22 +511,10 @@ def bootstrap_mean_matrix(values: np.ndarray, n_resamples: int = TIAP_RESAMPLES,
     All columns share each resample's rows, so statistics derived from different columns
     (several metrics, several targets) stay paired.
     """
-    values = np.asarray(values, dtype=np.float64)
-    if values.ndim == 1:
-        values = values[:, None]
-    n, m = values.shape
-    out = np.empty((n_resamples, m), dtype=np.float64)
-    if n == 0:
-        out.fill(np.nan)
-        return out
-    rng = np.random.default_rng(seed)
-    block = max(1, _BLOCK_ELEMS // max(n, 1))
-    for start in range(0, n_resamples, block):
-        b = min(block, n_resamples - start)
-        idx = rng.integers(0, n, size=(b, n), dtype=np.int32 if n < 2**31 else np.int64)
-        for j in range(m):
-            out[start:start + b, j] = values[idx, j].mean(axis=1)
-    return out
+    batch = BootstrapBatch(n_resamples)
+    ticket = batch.add(values, seed)
+    batch.run()
+    return batch.dist(ticket)
 
 
 def percentile_ci(dist: np.ndarray, confidence: float = CONFIDENCE) -> tuple[float, float]:
@@ -403,16 +544,8 @@ def paired_bootstrap_many(diffs: np.ndarray, n_resamples: int = TIAP_RESAMPLES,
                           seed: int = TIAP_BOOTSTRAP_SEED,
                           confidence: float = CONFIDENCE) -> list[Interval]:
     """Intervals for each column of an (n, m) matrix of paired differences, one shared draw."""
-    diffs = np.asarray(diffs, dtype=np.float64)
-    n = diffs.shape[0]
-    if n == 0:
-        return [_nan_interval(0) for _ in range(diffs.shape[1])]
-    dist = bootstrap_mean_matrix(diffs, n_resamples, seed)
-    alpha = 1.0 - confidence
-    lo, hi = np.percentile(dist, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
-    means = diffs.mean(axis=0)
-    return [Interval(float(means[j]), float(lo[j]), float(hi[j]), n)
-            for j in range(diffs.shape[1])]
+    batch = BootstrapBatch(n_resamples)
+    return _run_one(batch, batch.paired(diffs, seed, confidence))
 
 
 def two_group_bootstrap(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
@@ -423,15 +556,8 @@ def two_group_bootstrap(x: Sequence[float] | np.ndarray, y: Sequence[float] | np
     Used for the coverage gap (queries with a Canonical target against queries without).
     `n` of the result is len(x) + len(y); NaN when a group has fewer than MIN_GROUP values.
     """
-    x = np.asarray(x, dtype=np.float64)
-    y = np.asarray(y, dtype=np.float64)
-    if x.size < MIN_GROUP or y.size < MIN_GROUP:
-        # a group of one resamples to itself: its interval would claim certainty it lacks
-        return _nan_interval(int(x.size + y.size))
-    dx = bootstrap_mean_matrix(x, n_resamples, seed)[:, 0]
-    dy = bootstrap_mean_matrix(y, n_resamples, seed + 1)[:, 0]
-    lo, hi = percentile_ci(dx - dy, confidence)
-    return Interval(float(x.mean() - y.mean()), lo, hi, int(x.size + y.size))
+    batch = BootstrapBatch(n_resamples)
+    return _run_one(batch, batch.two_group(x, y, seed, confidence))
 
 
 def mean_gap_bootstrap(groups: Sequence[tuple[np.ndarray, np.ndarray]],
@@ -442,20 +568,8 @@ def mean_gap_bootstrap(groups: Sequence[tuple[np.ndarray, np.ndarray]],
     The run-level coverage gap of TIAP §5 ("mean run-level gap with bootstrap 95% CI"). Runs
     with a group smaller than MIN_GROUP are left out; `n` is the number of runs used.
     """
-    usable = [(np.asarray(x, float), np.asarray(y, float)) for x, y in groups
-              if len(x) >= MIN_GROUP and len(y) >= MIN_GROUP]
-    if not usable:
-        return _nan_interval(0)
-    total = np.zeros(n_resamples)
-    point = 0.0
-    for r, (x, y) in enumerate(usable):
-        dx = bootstrap_mean_matrix(x, n_resamples, seed + 2 * r)[:, 0]
-        dy = bootstrap_mean_matrix(y, n_resamples, seed + 2 * r + 1)[:, 0]
-        total += dx - dy
-        point += x.mean() - y.mean()
-    total /= len(usable)
-    lo, hi = percentile_ci(total, confidence)
-    return Interval(point / len(usable), lo, hi, len(usable))
+    batch = BootstrapBatch(n_resamples)
+    return _run_one(batch, batch.mean_gap(groups, seed, confidence))
 
 
 # ---------------------------------------------------------------------------------------------

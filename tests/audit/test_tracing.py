@@ -17,6 +17,7 @@ from twistbench.datasets.audit_corpus import corpus_from_dataset, raw_lineage
 from twistbench.datasets.registry import load_audit_corpus
 from twistbench.errors import InputError
 from twistbench.model import Conversation, Dataset, Event, QAItem, ScoredMemory
+from twistbench.systems.fact_rag import FactRAG
 
 
 def _dataset() -> Dataset:
@@ -84,6 +85,50 @@ def test_native_store_traces_and_audit(tmp_path: Path) -> None:
     for t in ("raw", "src", "can"):
         if r["full"][t]["n"]:
             assert 0.0 < r["full"][t]["recall"] <= 1.0
+
+
+def test_fact_rag_keeping_raw_turns_is_eligible_under_every_target(tmp_path: Path) -> None:
+    """fact-rag -S keep_raw=true: raw turns beside the facts, so Raw, Source and Canonical all
+    apply, and two such configurations meet on a shared subset (n > 0, no empty-subset note);
+    fact-rag alone has no Raw target."""
+    ds = _dataset()
+    outs = {}
+    for name, system in [("facts-only", FactRAG("lexical")),
+                         ("raw+facts-lexical", FactRAG("lexical", keep_raw=True)),
+                         ("raw+facts-lexical-2", FactRAG("lexical", max_facts=1,
+                                                         keep_raw=True))]:
+        outs[name] = tmp_path / name
+        rep = write_traces(system, ds, outs[name], k=60)
+        assert (rep.traced, rep.errors) == (3, 0)
+    lin = read_lineage(outs["raw+facts-lexical"] / "lineage.jsonl")
+    raw = {r.memory_id: r for r in lin.rows if r.raw}
+    facts = [r for r in lin.rows if not r.raw]
+    # every turn is a raw, non-canonical memory that is its own source; facts cite a turn
+    assert sorted(raw) == ["D1:1", "D1:2", "D2:3", "D2:4"]
+    assert all(not r.canonical and r.sources == [i] and r.text for i, r in raw.items())
+    assert facts and all(r.canonical and r.sources[0] in raw for r in facts)
+    # retrieve ranks turns and facts in one list
+    ids = read_traces(outs["raw+facts-lexical"] / "traces.jsonl").traces["conv-x:qa1"].ids
+    assert "D1:2" in ids and any(i.startswith("D1:2#f") for i in ids)
+    only = read_lineage(outs["facts-only"] / "lineage.jsonl")
+    assert not any(r.raw for r in only.rows)  # the default stores facts alone
+    # the option is in the configuration only when set: existing runs keep their fingerprint
+    assert "keep_raw" not in FactRAG("lexical").config()
+    assert FactRAG("lexical", keep_raw=True).config()["keep_raw"] is True
+
+    res = audit([outs["raw+facts-lexical"], outs["raw+facts-lexical-2"], outs["facts-only"]],
+                n_resamples=50)
+    cov = {r["name"]: r["coverage"] for r in res.runs}
+    assert {t: cov["raw+facts-lexical"][t]["eligible"] for t in ("raw", "src", "can")} == \
+        {"raw": 3, "src": 3, "can": 3}
+    assert cov["facts-only"]["raw"]["eligible"] == 0
+    both = next(c for c in res.comparisons if c["b"] == "raw+facts-lexical-2")
+    assert both["shared"]["n"] == 3 and both["shared"]["why_empty"] is None
+    assert all(both["per_target"][t]["n"] == 3 for t in ("raw", "src", "can"))
+    assert all(w is not None for f in both["flips"].values() for w in f["winner"].values())
+    no_raw = next(c for c in res.comparisons if c["b"] == "facts-only")
+    assert no_raw["per_target"]["raw"]["n"] == 0
+    assert no_raw["shared"]["why_empty"] == "facts-only has no Raw target"
 
 
 class _Flaky(BaseSystem):

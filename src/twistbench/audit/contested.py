@@ -27,8 +27,10 @@ from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from twistbench.audit.metrics import TraceScores
-from twistbench.audit.traces import Gold, Lineage, TraceRun
+from twistbench.audit.traces import Gold, Lineage, TraceRun, bulk_build
 from twistbench.errors import InputError, decode_utf8, load_json, read_bytes
 from twistbench.stats import count_matrix, fleiss_kappa, majority, mean_pairwise_agreement
 
@@ -67,23 +69,35 @@ class ContestedCase:
         return asdict(self)
 
 
+class LineageIndex:
+    """What contested cases look up in a store: rows by (conversation, memory id) and the
+    source text of a turn (from a raw memory of that turn). Built once per lineage, shared by
+    every run stored there."""
+
+    def __init__(self, lineage: Lineage) -> None:
+        with bulk_build():  # one key tuple per stored memory, no cycles
+            self.rows = lineage.by_key()
+            self.raw_text: dict[tuple[str, str], str] = {}
+            for r in lineage.rows:
+                if r.raw and r.text:
+                    for s in r.sources:
+                        self.raw_text.setdefault((r.conversation, s), r.text)
+
+
 def extract_cases(scores: TraceScores, run: TraceRun, lineage: Lineage,
-                  gold: Gold) -> list[ContestedCase]:
-    """Every raw_miss / source_hit / canonical_hit case of one run, in gold query order."""
-    rows = lineage.by_key()
-    raw_text: dict[tuple[str, str], str] = {}
-    for r in lineage.rows:  # source text of an anchor, from a raw memory of that turn
-        if r.raw and r.text:
-            for s in r.sources:
-                raw_text.setdefault((r.conversation, s), r.text)
-    shared = scores.covered(("raw", "src", "can"))
+                  gold: Gold, index: LineageIndex | None = None) -> list[ContestedCase]:
+    """Every raw_miss / source_hit / canonical_hit case of one run, in gold query order.
+
+    `index`: the lineage's LineageIndex when the caller has one (built here otherwise)."""
+    idx = index if index is not None else LineageIndex(lineage)
+    rows, raw_text = idx.rows, idx.raw_text
+    first = {t: scores.first_hit[t] for t in ("raw", "src", "can")}
+    contested = (scores.covered(("raw", "src", "can")) & (first["raw"] == 0)
+                 & (first["src"] != 0) & (first["can"] != 0))
     out: list[ContestedCase] = []
-    for i, qid in enumerate(scores.qids):
-        if not shared[i]:
-            continue
-        fr, fs, fc = (int(scores.first_hit[t][i]) for t in ("raw", "src", "can"))
-        if fr != 0 or fs == 0 or fc == 0:
-            continue
+    for i in np.flatnonzero(contested).tolist():
+        qid = scores.qids[i]
+        fs, fc = int(first["src"][i]), int(first["can"][i])
         g = gold.queries[qid]
         mid = run.traces[qid].ids[fc - 1]
         row = rows.get((g.conversation, mid))
@@ -106,10 +120,14 @@ def write_cases(path: str | Path, cases: Iterable[ContestedCase]) -> int:
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for c in cases:
-            fh.write(json.dumps(c.as_dict(), ensure_ascii=False, sort_keys=True) + "\n")
+            # a shallow field dict: asdict() would deep-copy every list first, for the same JSON
+            fh.write(json.dumps({f.name: getattr(c, f.name) for f in _CASE_FIELDS},
+                                ensure_ascii=False, sort_keys=True) + "\n")
             n += 1
     return n
 
+
+_CASE_FIELDS = fields(ContestedCase)
 
 # the annotations of ContestedCase (strings: `from __future__ import annotations`)
 _CASE_FIELD_TYPES = {"str": str, "int": int, "list[str]": (list, str),

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from itertools import combinations
 from pathlib import Path
 from typing import Any
@@ -36,10 +38,11 @@ import numpy as np
 from twistbench.audit import contested as ct
 from twistbench.audit.metrics import METRICS, VARIANTS, TraceScores, rescore, select_queries
 from twistbench.audit.report import render_audit_markdown
-from twistbench.audit.result import AuditConfig, AuditResult, clean_json
+from twistbench.audit.result import AuditConfig, AuditResult
 from twistbench.audit.targets import (
     TARGET_LABELS,
     TARGETS,
+    CodedLineage,
     build_targets,
     code_lineage,
     code_queries,
@@ -62,15 +65,25 @@ from twistbench.stats import (
     CONFIDENCE,
     TIAP_BOOTSTRAP_SEED,
     TIAP_RESAMPLES,
+    BootstrapBatch,
     Interval,
-    mean_gap_bootstrap,
-    paired_bootstrap_many,
-    two_group_bootstrap,
 )
 
 TARGET_PAIRS: tuple[tuple[str, str], ...] = (("src", "raw"), ("can", "raw"), ("can", "src"))
+OnStage = Callable[[str, float], None]  # (stage name, wall seconds), `twist audit --profile`
 MIN_CHANGE = 0.1
 _EPS = 1e-12
+
+
+@contextmanager
+def _stage(on_stage: OnStage | None, name: str) -> Iterator[None]:
+    """Times one stage of the audit for `on_stage` (nothing is timed without one)."""
+    if on_stage is None:
+        yield
+        return
+    t0 = time.perf_counter()
+    yield
+    on_stage(name, time.perf_counter() - t0)
 
 
 def _iv(iv: Interval) -> dict[str, Any]:
@@ -107,32 +120,40 @@ def _run_summary(rs: TraceScores, run: TraceRun, lineage: Lineage) -> dict[str, 
     return out
 
 
-def _shifts(rs: TraceScores, n_resamples: int, seed: int, conf: float) -> list[dict[str, Any]]:
-    out = []
+def _shifts(rs: TraceScores, boot: BootstrapBatch, seed: int,
+            conf: float) -> Callable[[], list[dict[str, Any]]]:
+    """Registers the score shifts' bootstraps; the returned function builds the section."""
+    pending = []
     for a, b in TARGET_PAIRS:
         mask = rs.covered((a, b))
         diffs = np.column_stack([rs.scores[a][m][mask] - rs.scores[b][m][mask] for m in METRICS])
-        ivs = paired_bootstrap_many(diffs, n_resamples, seed, conf)
-        out.append({"run": rs.name, "a": a, "b": b, "n": int(mask.sum()),
-                    "delta": {m: _iv(iv) for m, iv in zip(METRICS, ivs)}})
-    return out
+        pending.append((a, b, int(mask.sum()), boot.paired(diffs, seed, conf)))
+
+    def finish() -> list[dict[str, Any]]:
+        return [{"run": rs.name, "a": a, "b": b, "n": n,
+                 "delta": {m: _iv(iv) for m, iv in zip(METRICS, get())}}
+                for a, b, n, get in pending]
+    return finish
 
 
 def _instability(rs: TraceScores, min_change: float) -> list[dict[str, Any]]:
     out = []
-    cats = np.asarray(rs.categories, dtype=object)
+    names = sorted(set(rs.categories), key=_cat_key)  # category codes follow this order
+    code = {c: i for i, c in enumerate(names)}
+    codes = np.fromiter((code[c] for c in rs.categories), dtype=np.int32,
+                        count=len(rs.categories))
     for a, b in TARGET_PAIRS:
         mask = rs.covered((a, b))
         entry: dict[str, Any] = {"run": rs.name, "a": a, "b": b, "n": int(mask.sum()),
                                  "overall": {}, "by_category": {}}
+        diffs = {m: np.abs(rs.scores[a][m][mask] - rs.scores[b][m][mask]) for m in METRICS}
         for m in METRICS:
-            d = np.abs(rs.scores[a][m][mask] - rs.scores[b][m][mask])
-            entry["overall"][m] = _change_shares(d, min_change)
-        for c in sorted(set(cats[mask].tolist()), key=_cat_key):
-            sel = mask & (cats == c)
-            entry["by_category"][c] = {
-                m: _change_shares(np.abs(rs.scores[a][m][sel] - rs.scores[b][m][sel]),
-                                  min_change) for m in METRICS}
+            entry["overall"][m] = _change_shares(diffs[m], min_change)
+        in_mask = codes[mask]
+        for c in np.unique(in_mask).tolist():
+            sel = in_mask == c
+            entry["by_category"][names[c]] = {m: _change_shares(diffs[m][sel], min_change)
+                                              for m in METRICS}
         out.append(entry)
     return out
 
@@ -149,23 +170,29 @@ def _change_shares(d: np.ndarray, min_change: float) -> dict[str, Any]:
             "changed_ge": float((d >= min_change - _EPS).mean())}
 
 
-def _coverage_gap(scores: Sequence[TraceScores], n_resamples: int, seed: int,
-                  conf: float) -> dict[str, Any]:
+def _coverage_gap(scores: Sequence[TraceScores], boot: BootstrapBatch, seed: int,
+                  conf: float) -> Callable[[], dict[str, Any]]:
     per_run = []
     groups: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {m: [] for m in METRICS}
     for rs in scores:
         raw_ok = rs.eligible("raw")
         cov = raw_ok & rs.eligible("can")
         unc = raw_ok & ~rs.eligible("can")
-        entry = {"run": rs.name, "covered": int(cov.sum()), "uncovered": int(unc.sum()),
-                 "gap": {}}
+        gaps = {}
         for m in METRICS:
             x, y = rs.scores["raw"][m][cov], rs.scores["raw"][m][unc]
-            entry["gap"][m] = _iv(two_group_bootstrap(x, y, n_resamples, seed, conf))
+            gaps[m] = boot.two_group(x, y, seed, conf)
             groups[m].append((x, y))
-        per_run.append(entry)
-    mean = {m: _iv(mean_gap_bootstrap(groups[m], n_resamples, seed, conf)) for m in METRICS}
-    return {"target": "raw", "split_by": "can", "per_run": per_run, "mean_run_gap": mean}
+        per_run.append((rs.name, int(cov.sum()), int(unc.sum()), gaps))
+    mean = {m: boot.mean_gap(groups[m], seed, conf) for m in METRICS}
+
+    def finish() -> dict[str, Any]:
+        return {"target": "raw", "split_by": "can",
+                "per_run": [{"run": name, "covered": c, "uncovered": u,
+                             "gap": {m: _iv(get()) for m, get in gaps.items()}}
+                            for name, c, u, gaps in per_run],
+                "mean_run_gap": {m: _iv(get()) for m, get in mean.items()}}
+    return finish
 
 
 def _sign(x: float) -> int:
@@ -177,9 +204,19 @@ def _sign(x: float) -> int:
 def _common_rows(members: Sequence[TraceScores], targets: Sequence[str]) -> list[np.ndarray]:
     """Per member, the row indices of the queries eligible under every one of `targets` in
     every member (gold order of the first member)."""
-    ok = [{q for q, c in zip(rs.qids, rs.covered(targets)) if c} for rs in members]
-    common = set.intersection(*ok) if ok else set()
-    qset = [q for q in members[0].qids if q in common] if members else []
+    if not members:
+        return []
+    first = members[0].qids
+    if all(rs.qids is first or rs.qids == first for rs in members[1:]):
+        # the usual case (one gold, every query traced): rows line up, a mask joins them
+        ok = np.ones(len(first), dtype=bool)
+        for rs in members:
+            ok &= rs.covered(targets)
+        rows = np.flatnonzero(ok).astype(np.int64)
+        return [rows for _ in members]
+    sets = [{q for q, c in zip(rs.qids, rs.covered(targets).tolist()) if c} for rs in members]
+    common = set.intersection(*sets)
+    qset = [q for q in first if q in common]
     out = []
     for rs in members:
         idx = {q: i for i, q in enumerate(rs.qids)}
@@ -206,43 +243,50 @@ def _winner(a: str, b: str, iv: dict[str, Any]) -> str | None:
     return a if s > 0 else b if s < 0 else "tie"
 
 
-def _compare(ra: TraceScores, rb: TraceScores, n_resamples: int, seed: int,
-             conf: float) -> dict[str, Any]:
+def _compare(ra: TraceScores, rb: TraceScores, boot: BootstrapBatch, seed: int,
+             conf: float) -> Callable[[], dict[str, Any]]:
     """Δ_t(A, B) per target on the queries eligible under t in both runs (n per target), and
     on the shared subset (eligible under all three targets in both runs) with winner flips.
-    An empty subset is n = 0 with the reason, never a tie."""
-    per_target: dict[str, Any] = {}
+    An empty subset is n = 0 with the reason, never a tie. Registers the bootstraps; the
+    returned function builds the comparison."""
+    pending: dict[str, tuple[int, Callable[[], list[Interval]]]] = {}
     for t in TARGETS:
         ia, jb = _common_rows((ra, rb), (t,))
         diffs = np.column_stack([ra.scores[t][m][ia] - rb.scores[t][m][jb] for m in METRICS])
-        ivs = paired_bootstrap_many(diffs, n_resamples, seed, conf)
-        delta = {m: _iv(iv) for m, iv in zip(METRICS, ivs)}
-        per_target[t] = {"n": int(ia.size), "delta": delta,
-                         "winner": {m: _winner(ra.name, rb.name, delta[m]) for m in METRICS},
-                         "why_empty": None if ia.size else why_empty((ra, rb), (t,))}
+        pending[t] = (int(ia.size), boot.paired(diffs, seed, conf))
     ia, jb = _common_rows((ra, rb), TARGETS)
+    n_shared = int(ia.size)
     cols = [ra.scores[t][m][ia] - rb.scores[t][m][jb] for t in TARGETS for m in METRICS]
-    ivs = paired_bootstrap_many(np.column_stack(cols), n_resamples, seed, conf)
-    shared_delta: dict[str, dict[str, Any]] = {t: {} for t in TARGETS}
-    for (t, m), iv in zip([(t, m) for t in TARGETS for m in METRICS], ivs):
-        shared_delta[t][m] = _iv(iv)
-    flips: dict[str, Any] = {}
-    for m in METRICS:
-        if ia.size == 0:  # nothing to flip: no query is scored under all three targets
-            flips[m] = {"winner": {t: None for t in TARGETS}, "flip": None, "flip_ci": None}
-            continue
-        signs = {t: _sign(shared_delta[t][m]["estimate"]) for t in TARGETS}
-        robust = {t: (1 if shared_delta[t][m]["low"] > 0 else
-                      -1 if shared_delta[t][m]["high"] < 0 else 0)
-                  for t in TARGETS if not math.isnan(shared_delta[t][m]["low"])}
-        flips[m] = {"winner": {t: _winner(ra.name, rb.name, shared_delta[t][m])
-                               for t in TARGETS},
-                    "flip": 1 in signs.values() and -1 in signs.values(),
-                    "flip_ci": 1 in robust.values() and -1 in robust.values()}
-    return {"a": ra.name, "b": rb.name, "per_target": per_target,
-            "shared": {"n": int(ia.size), "delta": shared_delta,
-                       "why_empty": None if ia.size else why_empty((ra, rb), TARGETS)},
-            "flips": flips}
+    shared_get = boot.paired(np.column_stack(cols), seed, conf)
+
+    def finish() -> dict[str, Any]:
+        per_target: dict[str, Any] = {}
+        for t, (n, get) in pending.items():
+            delta = {m: _iv(iv) for m, iv in zip(METRICS, get())}
+            per_target[t] = {"n": n, "delta": delta,
+                             "winner": {m: _winner(ra.name, rb.name, delta[m]) for m in METRICS},
+                             "why_empty": None if n else why_empty((ra, rb), (t,))}
+        shared_delta: dict[str, dict[str, Any]] = {t: {} for t in TARGETS}
+        for (t, m), iv in zip([(t, m) for t in TARGETS for m in METRICS], shared_get()):
+            shared_delta[t][m] = _iv(iv)
+        flips: dict[str, Any] = {}
+        for m in METRICS:
+            if n_shared == 0:  # nothing to flip: no query is scored under all three targets
+                flips[m] = {"winner": {t: None for t in TARGETS}, "flip": None, "flip_ci": None}
+                continue
+            signs = {t: _sign(shared_delta[t][m]["estimate"]) for t in TARGETS}
+            robust = {t: (1 if shared_delta[t][m]["low"] > 0 else
+                          -1 if shared_delta[t][m]["high"] < 0 else 0)
+                      for t in TARGETS if not math.isnan(shared_delta[t][m]["low"])}
+            flips[m] = {"winner": {t: _winner(ra.name, rb.name, shared_delta[t][m])
+                                   for t in TARGETS},
+                        "flip": 1 in signs.values() and -1 in signs.values(),
+                        "flip_ci": 1 in robust.values() and -1 in robust.values()}
+        return {"a": ra.name, "b": rb.name, "per_target": per_target,
+                "shared": {"n": n_shared, "delta": shared_delta,
+                           "why_empty": None if n_shared else why_empty((ra, rb), TARGETS)},
+                "flips": flips}
+    return finish
 
 
 def _recommend(group: str, members: Sequence[TraceScores]) -> dict[str, Any]:
@@ -286,7 +330,8 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
           names: Sequence[str] | None = None,
           pairs: Sequence[tuple[str, str]] | None = None,
           groups: Mapping[str, Sequence[str]] | None = None,
-          labels: Sequence[str | Path] = (), export_trec: bool = True) -> AuditResult:
+          labels: Sequence[str | Path] = (), export_trec: bool = True,
+          on_stage: OnStage | None = None) -> AuditResult:
     """Audit saved traces from files (the function behind `twist audit`).
 
     traces: one entry per run: a trace file (JSONL or TREC run format) or a folder written by
@@ -305,6 +350,7 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
     groups: name -> run names, the configuration sets for design recommendations
         (default: one group "all" of every run).
     labels: CSV files of contested-credit labels (case_id, rater, label) to summarise.
+    on_stage: called with (stage name, wall seconds) as each stage ends (`--profile`).
     Raises InputError on any malformed or inconsistent input.
     """
     if not traces:
@@ -346,23 +392,28 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
             raise InputError(str(trace_files[0]), "no gold file given", field="gold",
                              expected="--gold, or run folders")
         gold = folder_golds[0]
-        g = read_gold(gold)
-        for other in folder_golds[1:]:
-            og = read_gold(other)
-            if {q: v.anchors for q, v in og.queries.items()} != \
-                    {q: v.anchors for q, v in g.queries.items()}:
-                raise InputError(str(other), f"gold differs from {gold}", field="gold",
-                                 expected="run folders traced on the same queries")
+        with _stage(on_stage, "read gold"):
+            g = read_gold(gold)
+            for other in folder_golds[1:]:
+                og = read_gold(other)
+                if {q: v.anchors for q, v in og.queries.items()} != \
+                        {q: v.anchors for q, v in g.queries.items()}:
+                    raise InputError(str(other), f"gold differs from {gold}", field="gold",
+                                     expected="run folders traced on the same queries")
     else:
-        g = read_gold(gold)
-    lineages = [read_lineage(p) for p in lin_paths]
+        with _stage(on_stage, "read gold"):
+            g = read_gold(gold)
+    with _stage(on_stage, "read lineage"):
+        lineages = [read_lineage(p) for p in lin_paths]
     runs: list[tuple[TraceRun, Lineage]] = []
-    for i, p in enumerate(trace_files):
-        run = read_traces(p, name=names[i] if names else None)
-        runs.append((run, lineages[0] if len(lineages) == 1 else lineages[i]))
+    with _stage(on_stage, "read traces"):
+        for i, p in enumerate(trace_files):
+            run = read_traces(p, name=names[i] if names else None)
+            runs.append((run, lineages[0] if len(lineages) == 1 else lineages[i]))
     return audit_runs(runs, g, out_dir, metric_variant=metric_variant, n_resamples=n_resamples,
                       seed=seed, k=k, confidence=confidence, min_change=min_change,
-                      pairs=pairs, groups=groups, labels=labels, export_trec=export_trec)
+                      pairs=pairs, groups=groups, labels=labels, export_trec=export_trec,
+                      on_stage=on_stage)
 
 
 def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
@@ -372,7 +423,8 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
                confidence: float = CONFIDENCE, min_change: float = MIN_CHANGE,
                pairs: Sequence[tuple[str, str]] | None = None,
                groups: Mapping[str, Sequence[str]] | None = None,
-               labels: Sequence[str | Path] = (), export_trec: bool = True) -> AuditResult:
+               labels: Sequence[str | Path] = (), export_trec: bool = True,
+               on_stage: OnStage | None = None) -> AuditResult:
     """`audit` on runs already in memory (used by the native matrix)."""
     if metric_variant not in VARIANTS:
         raise InputError("<metric_variant>", f"unknown metric variant {metric_variant!r}",
@@ -386,13 +438,14 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
     cfg = AuditConfig(kk, metric_variant, VARIANTS[metric_variant], n_resamples, seed,
                       confidence, min_change)
     scores: dict[str, TraceScores] = {}
-    coded = {}
-    for run, lin in runs:
-        key = id(lin)
-        if key not in coded:
-            with bulk_build():
-                coded[key] = code_lineage(lin)
-        scores[run.name] = rescore(run, coded[key], gold, kk, metric_variant)
+    coded: dict[int, CodedLineage] = {}
+    with _stage(on_stage, "code lineage + rescore (3 targets x 3 metrics)"):
+        for run, lin in runs:
+            key = id(lin)
+            if key not in coded:
+                with bulk_build():
+                    coded[key] = code_lineage(lin)
+            scores[run.name] = rescore(run, coded[key], gold, kk, metric_variant)
     by_name = {r.name: (r, lin) for r, lin in runs}
     ordered = [scores[n] for n in names]
 
@@ -417,98 +470,145 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
                 raise InputError("<pairs>", f"unknown run in pair ({a}, {b})",
                                  expected=f"run names among {names}")
 
-    result = AuditResult(
-        config=cfg,
-        runs=[_run_summary(scores[n], *by_name[n]) for n in names],
-        shifts=[s for rs in ordered for s in _shifts(rs, n_resamples, seed, confidence)],
-        coverage_gap=_coverage_gap(ordered, n_resamples, seed, confidence),
-        instability=[e for rs in ordered for e in _instability(rs, min_change)],
-        comparisons=[_compare(scores[a], scores[b], n_resamples, seed, confidence)
-                     for a, b in plist],
-        recommendations=[_recommend(gname, [scores[m] for m in members])
-                         for gname, members in grp.items() if len(members) >= 2],
-        contested={},
-        scores=scores,
-    )
-    cases: list[ct.ContestedCase] = []
-    per_run_cases: dict[str, int] = {}
-    for n in names:
-        run, lin = by_name[n]
-        cs = ct.extract_cases(scores[n], run, lin, gold)
-        per_run_cases[n] = len(cs)
-        cases.extend(cs)
-    buckets: dict[str, int] = {}
-    for c in cases:
-        buckets[c.rank_bucket] = buckets.get(c.rank_bucket, 0) + 1
-    result.contested = {"total": len(cases), "per_run": per_run_cases, "by_rank_bucket": buckets,
-                        "definition": "raw_miss / source_hit / canonical_hit on the run's "
-                                      "shared subset; credited memory = best-ranked Canonical hit"}
-    if labels:
-        known = {c.case_id for c in cases}
-        labs = [lab for p in labels for lab in ct.read_labels(p, known)]
-        sem = ct.semantic_audit(cases, labs)
-        result.semantic = {k2: v for k2, v in sem.as_dict().items() if k2 != "majority_per_case"}
+    with _stage(on_stage, "register the bootstraps (shared subsets, paired differences)"):
+        boot = BootstrapBatch(n_resamples)
+        shifts = [_shifts(scores[n], boot, seed, confidence) for n in names]
+        gap = _coverage_gap(ordered, boot, seed, confidence)
+        comparisons = [_compare(scores[a], scores[b], boot, seed, confidence) for a, b in plist]
+    with _stage(on_stage, f"bootstrap: {n_resamples:,} resamples, {boot.draws} draw(s) of "
+                          f"indices shared by {boot.columns} distinct column(s)"):
+        boot.run()
+    with _stage(on_stage, "sections: summaries, shifts, gap, instability, comparisons, flips, "
+                          "recommendations"):
+        result = AuditResult(
+            config=cfg,
+            runs=[_run_summary(scores[n], *by_name[n]) for n in names],
+            shifts=[s for finish in shifts for s in finish()],
+            coverage_gap=gap(),
+            instability=[e for rs in ordered for e in _instability(rs, min_change)],
+            comparisons=[finish() for finish in comparisons],
+            recommendations=[_recommend(gname, [scores[m] for m in members])
+                             for gname, members in grp.items() if len(members) >= 2],
+            contested={},
+            scores=scores,
+        )
+    with _stage(on_stage, "contested credits"):
+        cases: list[ct.ContestedCase] = []
+        per_run_cases: dict[str, int] = {}
+        lineage_index: dict[int, ct.LineageIndex] = {}
+        for n in names:
+            run, lin = by_name[n]
+            if id(lin) not in lineage_index:
+                lineage_index[id(lin)] = ct.LineageIndex(lin)
+            cs = ct.extract_cases(scores[n], run, lin, gold, lineage_index[id(lin)])
+            per_run_cases[n] = len(cs)
+            cases.extend(cs)
+        buckets: dict[str, int] = {}
+        for c in cases:
+            buckets[c.rank_bucket] = buckets.get(c.rank_bucket, 0) + 1
+        result.contested = {"total": len(cases), "per_run": per_run_cases,
+                            "by_rank_bucket": buckets,
+                            "definition": "raw_miss / source_hit / canonical_hit on the run's "
+                                          "shared subset; credited memory = best-ranked "
+                                          "Canonical hit"}
+        if labels:
+            known = {c.case_id for c in cases}
+            labs = [lab for p in labels for lab in ct.read_labels(p, known)]
+            sem = ct.semantic_audit(cases, labs)
+            result.semantic = {k2: v for k2, v in sem.as_dict().items()
+                               if k2 != "majority_per_case"}
 
     if out_dir is not None:
-        _write_outputs(Path(out_dir), result, runs, gold, cases, export_trec)
+        _write_outputs(Path(out_dir), result, runs, gold, cases, export_trec, on_stage, coded)
     return result
 
 
 def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun, Lineage]],
-                   gold: Gold, cases: list[ct.ContestedCase], export_trec: bool) -> None:
+                   gold: Gold, cases: list[ct.ContestedCase], export_trec: bool,
+                   on_stage: OnStage | None = None,
+                   coded: Mapping[int, CodedLineage] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": "audit.json", "markdown": "audit.md", "per_query": "per_query.jsonl",
              "contested_cases": "contested_cases.jsonl",
              "labels_template": "contested_labels_template.csv"}
-    with open(out / files["per_query"], "w", encoding="utf-8") as fh:
+    with _stage(on_stage, "write per_query.jsonl"), \
+            open(out / files["per_query"], "w", encoding="utf-8") as fh:
         for rs in result.scores.values():
-            for i, q in enumerate(rs.qids):
-                row: dict[str, Any] = {"run": rs.name, "query_id": q,
-                                       "category": rs.categories[i]}
-                for t in TARGETS:
-                    row[t] = {"eligible": int(rs.n_rel[t][i]),
-                              "first_hit": int(rs.first_hit[t][i]),
-                              **{m: rs.scores[t][m][i] for m in METRICS}}
-                fh.write(json.dumps(clean_json(row), sort_keys=True) + "\n")
-            for q, err in rs.errors.items():
-                fh.write(json.dumps({"run": rs.name, "query_id": q, "error": err}) + "\n")
-            for q in rs.missing:
-                fh.write(json.dumps({"run": rs.name, "query_id": q,
-                                     "error": "no trace line for this query"}) + "\n")
-    ct.write_cases(out / files["contested_cases"], cases)
-    ct.write_template(out / files["labels_template"], cases)
+            fh.writelines(_per_query_lines(rs))
+    with _stage(on_stage, "write contested cases + labels template"):
+        ct.write_cases(out / files["contested_cases"], cases)
+        ct.write_template(out / files["labels_template"], cases)
     if export_trec:
         files["trec"] = "trec/"
-        export_trec_files(out / "trec", runs, gold, result.config.k)
+        with _stage(on_stage, "write TREC run + qrels files"):
+            export_trec_files(out / "trec", runs, gold, result.config.k, coded=coded)
     result.files = files
-    (out / files["json"]).write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True)
-                                     + "\n", encoding="utf-8")
-    (out / files["markdown"]).write_text(render_audit_markdown(result), encoding="utf-8")
+    with _stage(on_stage, "write audit.json + audit.md"):
+        (out / files["json"]).write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True)
+                                         + "\n", encoding="utf-8")
+        (out / files["markdown"]).write_text(render_audit_markdown(result), encoding="utf-8")
+
+
+_ROW_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(row, sort_keys=True), reused
+
+
+def _per_query_lines(rs: TraceScores) -> Iterator[str]:
+    """per_query.jsonl lines of one run: scored queries (gold order), then errors, then missing.
+
+    The per-query arrays become Python lists once (NaN = targetless -> null) instead of one
+    numpy scalar per cell."""
+    cols = {t: (rs.n_rel[t].tolist(), rs.first_hit[t].tolist(),
+                {m: [None if v != v else v for v in rs.scores[t][m].tolist()] for m in METRICS})
+            for t in TARGETS}
+    for i, q in enumerate(rs.qids):
+        row: dict[str, Any] = {"run": rs.name, "query_id": q, "category": rs.categories[i]}
+        for t, (n_rel, first, metric) in cols.items():
+            row[t] = {"eligible": n_rel[i], "first_hit": first[i],
+                      **{m: vals[i] for m, vals in metric.items()}}
+        yield _ROW_JSON(row) + "\n"
+    for q, err in rs.errors.items():
+        yield json.dumps({"run": rs.name, "query_id": q, "error": err}) + "\n"
+    for q in rs.missing:
+        yield json.dumps({"run": rs.name, "query_id": q,
+                          "error": "no trace line for this query"}) + "\n"
 
 
 def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
-                      k: int, score_mode: str = "rank") -> dict[str, dict[str, str]]:
+                      k: int, score_mode: str = "rank",
+                      coded: Mapping[int, CodedLineage] | None = None
+                      ) -> dict[str, dict[str, str]]:
     """Per run: trec/<run>/run.txt and qrels.<raw|src|can>.txt (binary, eligible ids only).
 
     ranx or pytrec_eval re-check our numbers from these (with score_mode "rank" the written
     scores are strictly decreasing, so their tie handling cannot reorder the list). Queries
     without any eligible id under a target have no qrels line there (and are not scored).
+    coded: id(lineage) -> its CodedLineage, where the caller has coded it already.
     """
     out = Path(out)
     written: dict[str, dict[str, str]] = {}
+    coded = dict(coded or {})
+    # the eligible ids depend on the store and the scored queries only (gold anchors joined to
+    # the lineage), not on the rankings: runs of one store on the same queries share them
+    eligible: dict[tuple[int, tuple[str, ...]], dict[str, dict[str, list[str]]]] = {}
     for run, lin in runs:
         d = out / _safe_dir(run.name)
-        cl = code_lineage(lin)
-        qids = select_queries(run, gold)[0]
-        cq = code_queries(run, gold, cl, qids, k)
-        ts = build_targets(cq, cl)
-        trimmed = TraceRun(run.name, run.path, k,
-                           {q: _cut(run.traces[q], k) for q in qids})
+        with bulk_build():
+            if id(lin) not in coded:
+                coded[id(lin)] = code_lineage(lin)
+            cl = coded[id(lin)]
+            qids = select_queries(run, gold)[0]
+            key = (id(lin), tuple(qids))
+            cq = code_queries(run, gold, cl, qids, k) if key not in eligible else None
+            trimmed = TraceRun(run.name, run.path, k,
+                               {q: _cut(run.traces[q], k) for q in qids})
+        if cq is not None:
+            ts = build_targets(cq, cl)
+            eligible[key] = {t: eligible_ids(cq, ts, cl, t) for t in TARGETS}
         files = {"run": str(d / "run.txt")}
         write_trec_run(d / "run.txt", trimmed, qids, score_mode=score_mode)
         for t in TARGETS:
             files[t] = str(d / f"qrels.{t}.txt")
-            write_trec_qrels(d / f"qrels.{t}.txt", eligible_ids(cq, ts, cl, t))
+            write_trec_qrels(d / f"qrels.{t}.txt", eligible[key][t])
         written[run.name] = files
     return written
 

@@ -674,9 +674,11 @@ def eligible_ids(cq: CodedQueries, ts: TargetSets, lineage: CodedLineage,
                  target: str) -> dict[str, list[str]]:
     """Query id -> eligible memory ids under `target` (for TREC qrels export)."""
     sel = {"src": np.ones(ts.keys.size, dtype=bool), "raw": ts.raw, "can": ts.can}[target]
-    n_mem = lineage.n_mem
-    memory_id = lineage.memory_ids()
-    out: dict[str, list[str]] = {}
-    for key in ts.keys[sel].tolist():
-        out.setdefault(cq.qids[key // n_mem], []).append(memory_id[key % n_mem])
-    return out
+    q_idx, m_idx = np.divmod(ts.keys[sel], lineage.n_mem)
+    if not q_idx.size:
+        return {}
+    ids = np.asarray(lineage.memory_ids(), dtype=object)[m_idx].tolist()
+    # keys are sorted, so each query's ids are one slice (query order, then memory code)
+    cuts = (np.flatnonzero(q_idx[1:] != q_idx[:-1]) + 1).tolist()
+    starts, ends = [0, *cuts], [*cuts, len(ids)]
+    return {cq.qids[q]: ids[a:b] for q, a, b in zip(q_idx[starts].tolist(), starts, ends)}

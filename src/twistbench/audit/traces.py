@@ -1149,27 +1149,52 @@ def write_trec_run(path: str | Path, run: TraceRun, query_ids: Sequence[str] | N
     qids = list(query_ids) if query_ids is not None else list(run.traces)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    tokens = _TrecTokens()  # each memory id encoded once, not once per line
+    rank_tails: dict[int, list[str]] = {}  # list length -> " rank score tag" per rank (rank mode)
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for q in qids:
             t = run.traces.get(q)
             if t is None:
                 continue
-            for r, (i, s) in enumerate(zip(t.ids, t.scores), start=1):
-                sc = float(len(t.ids) - r + 1) if score_mode == "rank" else s
-                fh.write(f"{trec_id(q)} Q0 {trec_id(i)} {r} {sc!r} {tag}\n")
-                n += 1
+            size = min(len(t.ids), len(t.scores))
+            if not size:
+                continue
+            if score_mode == "rank":
+                if len(t.ids) not in rank_tails:
+                    rank_tails[len(t.ids)] = [f" {r} {float(len(t.ids) - r + 1)!r} {tag}"
+                                              for r in range(1, len(t.ids) + 1)]
+                tails = rank_tails[len(t.ids)][:size]
+            else:
+                tails = [f" {r} {s!r} {tag}" for r, s in enumerate(t.scores[:size], start=1)]
+            head = f"{trec_id(q)} Q0 "
+            # line = head + token + tail; joined in C (map/join), no Python step per line
+            body = ("\n" + head).join(map(operator.add, map(tokens.__getitem__, t.ids[:size]),
+                                           tails))
+            fh.write(head + body + "\n")
+            n += size
     return n
+
+
+class _TrecTokens(dict):
+    """id -> trec_id(id), computed on first use."""
+
+    def __missing__(self, key: str) -> str:
+        value = self[key] = trec_id(key)
+        return value
 
 
 def write_trec_qrels(path: str | Path, qrels: dict[str, list[str]]) -> int:
     """Write binary qrels (`qid 0 docid 1`), one line per eligible memory id."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    tokens = _TrecTokens()
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for q, docs in qrels.items():
-            for d in docs:
-                fh.write(f"{trec_id(q)} 0 {trec_id(d)} 1\n")
-                n += 1
+            if not docs:
+                continue
+            head = f"{trec_id(q)} 0 "
+            fh.write(head + (" 1\n" + head).join(map(tokens.__getitem__, docs)) + " 1\n")
+            n += len(docs)
     return n

@@ -9,6 +9,11 @@ canonical, non-raw memories).
 `match_ratio` of the best score, and answers with the most recent of them (latest timestamp,
 then latest ingested): dated facts give it a notion of currency that flat RAG lacks. It has no
 conflict detection: no tensions, and every draft is aligned (no mechanism to judge one).
+
+`keep_raw=True` (`-S keep_raw=true`) also stores every raw turn beside its facts, for the TIAP
+audit: `retrieve` then ranks turns and facts in one index and the lineage lists the turns as
+raw, non-canonical memories, so Raw, Source and Canonical all apply to its traces. Recall and
+everything else still use the facts alone.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 from twistbench.contract import BaseSystem, Capabilities
 from twistbench.model import Answer, Event, IngestResult, LineageRecord, ScoredMemory, Verdict
-from twistbench.retrieval import Retriever, make_retriever
+from twistbench.retrieval import Retriever, make_retriever, turn_text
 from twistbench.retrieval.parser import Fact, extract_facts
 from twistbench.systems.flat_rag import NO_ANSWER, check_retriever
 
@@ -36,7 +41,7 @@ class FactRAG(BaseSystem):
     capabilities = Capabilities(recall=True, check_alignment=True, retrieve=True, lineage=True)
 
     def __init__(self, retriever: str = "dense", max_facts: int = 5, k: int = 10,
-                 match_ratio: float = 0.8) -> None:
+                 match_ratio: float = 0.8, keep_raw: bool = False) -> None:
         self.retriever_name = check_retriever(retriever)
         if max_facts < 1 or k < 1:
             raise ValueError("max_facts and k must be >= 1")
@@ -45,18 +50,26 @@ class FactRAG(BaseSystem):
         self.max_facts = max_facts
         self.k = k
         self.match_ratio = match_ratio
+        self.keep_raw = keep_raw
         self.reset("")
 
     def config(self) -> dict[str, Any]:
-        return {"retriever": self.retriever_name, "max_facts": self.max_facts, "k": self.k,
-                "match_ratio": self.match_ratio, "parser": "rule-based (retrieval/parser.py)",
-                "alignment": "always aligned: no mechanism"}
+        config = {"retriever": self.retriever_name, "max_facts": self.max_facts, "k": self.k,
+                  "match_ratio": self.match_ratio, "parser": "rule-based (retrieval/parser.py)",
+                  "alignment": "always aligned: no mechanism"}
+        if self.keep_raw:  # only when set: the runs' fingerprints predate the option
+            config["keep_raw"] = True
+        return config
 
     def reset(self, conversation_id: str) -> None:
         self.conversation_id = conversation_id
         self.facts: dict[str, Fact] = {}
         self.order: dict[str, int] = {}
         self.index: Retriever = make_retriever(self.retriever_name)
+        # keep_raw: raw turns and facts in one index, so `retrieve` ranks them together
+        self.turns: dict[str, str] = {}
+        self.store: Retriever | None = make_retriever(self.retriever_name) if self.keep_raw \
+            else None
 
     def ingest(self, events: Sequence[Event]) -> IngestResult:
         new: list[Fact] = []
@@ -69,6 +82,15 @@ class FactRAG(BaseSystem):
         # The date is metadata (it is in the answer text); embedding it would make every fact
         # of one day look alike and costs tokens.
         self.index.add([f.id for f in new], [fact_body(f.text) for f in new])
+        if self.store is not None:
+            ids: list[str] = []
+            texts: list[str] = []
+            for ev in events:
+                if ev.id not in self.turns and ev.id not in self.facts:
+                    self.turns[ev.id] = turn_text(ev)
+                    ids.append(ev.id)
+                    texts.append(self.turns[ev.id])
+            self.store.add(ids + [f.id for f in new], texts + [fact_body(f.text) for f in new])
         return IngestResult()
 
     def matching(self, query: str) -> list[tuple[Fact, float]]:
@@ -91,8 +113,11 @@ class FactRAG(BaseSystem):
         return Verdict(aligned=True, conflicts=[])
 
     def retrieve(self, query: str, k: int) -> list[ScoredMemory]:
-        return [ScoredMemory(id=i, score=s) for i, s in self.index.search(query, k)]
+        index = self.store if self.store is not None else self.index
+        return [ScoredMemory(id=i, score=s) for i, s in index.search(query, k)]
 
     def lineage(self) -> list[LineageRecord]:
-        return [LineageRecord(memory_id=f.id, sources=[f.source], raw=False, canonical=True,
-                              text=f.text) for f in self.facts.values()]
+        turns = [LineageRecord(memory_id=i, sources=[i], raw=True, canonical=False, text=t)
+                 for i, t in self.turns.items()]
+        return turns + [LineageRecord(memory_id=f.id, sources=[f.source], raw=False,
+                                      canonical=True, text=f.text) for f in self.facts.values()]
