@@ -10,6 +10,7 @@ from scipy.stats import mannwhitneyu
 from twistbench.validation.baselines import (
     Evaluated,
     Recipe,
+    balanced_contrast_sets,
     folded,
     logo_predict,
     nontext_recipes,
@@ -128,3 +129,79 @@ def test_too_few_groups_or_items_is_not_measurable_not_a_pass_or_fail():
                              np.array([0, 1, 0]), np.array([0, 1, 2]),
                              metric="balanced_accuracy", class_names=("n", "r"), seed=0)
     assert check.passed is None and check.value is None and "not measurable" in check.note
+
+
+def test_balanced_contrast_sets_keeps_only_sets_with_as_many_items_of_each_label():
+    members = ["t1", "t1", "t2", "t2", "t2", None, "t3", "t3", "t4", "t4"]
+    y = np.array([1, 0, 1, 1, 0, 1, 1, 1, 0, 1])
+    # t1 1:1 and t4 1:1 are balanced; t2 (2:1) and t3 (one label only) say something by their text
+    assert balanced_contrast_sets(members, y) == ["t1", "t1", None, None, None, None, None, None,
+                                                  "t4", "t4"]
+
+
+def test_training_never_holds_a_twin_of_a_held_out_item():
+    seen = []
+
+    def spy(train, test, y):
+        seen.append((train.tolist(), test.tolist()))
+        return np.zeros(len(test), dtype=int), np.zeros(len(test))
+
+    groups = np.array(["a", "a", "b", "b", "c", "c", "d"])
+    y = np.array([1, 0, 0, 1, 1, 0, 1])
+    twins = ["t1", "t2", "t1", "t2", None, None, None]
+    logo_predict(Recipe("spy", "none", spy), y, groups, twins)
+    for train, test in seen:
+        held = {twins[i] for i in test} - {None}
+        assert not any(twins[i] in held for i in train)
+    # group "a" holds t1 and t2: their twins in "b" are out of its training; "c" trains on all
+    by_test = {tuple(test): set(train) for train, test in seen}
+    assert by_test[(0, 1)] == {4, 5, 6}
+    assert by_test[(4, 5)] == {0, 1, 2, 3, 6}
+
+
+def _contrast_key(seed: int, shortcut: bool):
+    """Ten groups; each of 30 sentences is said twice, in two different groups. Balanced twins
+    (one per label) when not `shortcut`; with `shortcut` both uses carry one label, fixed per
+    sentence by a word in it."""
+    rng = np.random.default_rng(seed)
+    texts, y, groups, members = [], [], [], []
+    for k in range(30):
+        word = ["maybe", "surely"][k % 2]
+        text = f"sentence {k} {word} " + " ".join(f"w{rng.integers(0, 50)}" for _ in range(6))
+        first, second = rng.choice(10, size=2, replace=False)
+        labels = [k % 2, k % 2] if shortcut else [1, 0]
+        for g, lab in zip((first, second), labels):
+            texts.append(text)
+            y.append(lab)
+            groups.append(f"g{g}")
+            members.append(f"m{k}")
+    return texts, np.array(y), np.array(groups), members
+
+
+def _word_recipes(texts):
+    # the word 1-2-gram baselines are enough to see memorised twins (and much cheaper)
+    return [r for r in text_recipes(texts) if r.features == "word 1-2-grams"]
+
+
+def test_cross_group_twins_read_as_a_perfect_anti_classifier_unless_kept_out_of_training():
+    texts, y, groups, members = _contrast_key(0, shortcut=False)
+    recipes = _word_recipes(texts)
+    plain = classifier_check("A.text", "t", recipes, y, groups,
+                             metric="balanced_accuracy", class_names=("n", "r"), seed=0,
+                             control=False)
+    assert plain.raw < 0.2 and not plain.passed  # memorised twins: always the opposite label
+    twin_free = classifier_check("A.text", "t", recipes, y, groups,
+                                 metric="balanced_accuracy", class_names=("n", "r"), seed=0,
+                                 control=False, members=members)
+    assert twin_free.passed and twin_free.value <= 0.6
+    assert twin_free.details["twins_kept_out_of_training"] == 60
+    assert twin_free.details["value_with_twins_in_training"] == pytest.approx(plain.value, abs=1e-4)
+
+
+def test_a_bank_line_used_for_one_label_is_still_caught_with_members_given():
+    texts, y, groups, members = _contrast_key(1, shortcut=True)
+    check = classifier_check("A.text", "t", _word_recipes(texts), y, groups,
+                             metric="balanced_accuracy", class_names=("n", "r"), seed=0,
+                             control=False, members=members)
+    assert not check.passed and check.value > 0.9
+    assert "twins_kept_out_of_training" not in check.details

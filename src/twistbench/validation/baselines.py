@@ -68,11 +68,22 @@ class Evaluated:
         return float(roc_auc_score(y, self.scores))
 
 
-def logo_predict(recipe: Recipe, y: np.ndarray, groups: np.ndarray) -> Evaluated:
-    """Out-of-fold predictions and scores of `recipe`, one held-out group at a time."""
+def logo_predict(recipe: Recipe, y: np.ndarray, groups: np.ndarray,
+                 twins: Sequence[str | None] | None = None) -> Evaluated:
+    """Out-of-fold predictions and scores of `recipe`, one held-out group at a time.
+
+    twins: per sample, the id of its balanced contrast set (None: not in one). Training then
+    leaves out every sample whose contrast set has a member in the held-out group, so no model
+    can score by memorising a held-out item's twin (see balanced_contrast_sets)."""
     pred = np.zeros(len(y), dtype=np.int64)
     score = np.zeros(len(y), dtype=np.float64)
     for train, test in LeaveOneGroupOut().split(np.zeros(len(y)), y, groups):
+        if twins is not None:
+            held = {twins[i] for i in test} - {None}
+            train = np.array([i for i in train if twins[i] not in held], dtype=np.int64)
+            if not len(train):
+                pred[test], score[test] = 0, 0.5  # nothing left to learn from: no opinion
+                continue
         if len(np.unique(y[train])) < 2:
             # one class only in training: no classifier can be fitted, it can only say that class
             pred[test] = y[train][0]
@@ -82,6 +93,26 @@ def logo_predict(recipe: Recipe, y: np.ndarray, groups: np.ndarray) -> Evaluated
         pred[test] = p
         score[test] = s
     return Evaluated(recipe, pred, score)
+
+
+def balanced_contrast_sets(members: Sequence[str | None], y: np.ndarray
+                           ) -> list[str | None]:
+    """Per sample, its contrast-set id where that set is balanced, else None.
+
+    A contrast set is the items built from one bank line (one target utterance, one draft
+    wording) with the record deciding the label. When a set holds exactly as many items of each
+    label, its text carries no label information by construction (a text-only rule scores 0.5 on
+    it), but leave-one-group-out training on a twin placed in another group teaches the model the
+    twin's label, which is the held-out item's opposite: raw accuracy 0, folded 1. That is a leak
+    of the split, not of the text, so such twins are left out of training. A set used for one
+    label more often than the other is NOT balanced: its text does predict the label, and the
+    model is left free to learn that."""
+    counts: dict[str, list[int]] = {}
+    for m, v in zip(members, y):
+        if m is not None:
+            counts.setdefault(m, [0, 0])[int(v)] += 1
+    balanced = {m for m, (neg, pos) in counts.items() if neg == pos > 0}
+    return [m if m in balanced else None for m in members]
 
 
 def _fit(model, x_train, y_train, x_test) -> tuple[np.ndarray, np.ndarray]:

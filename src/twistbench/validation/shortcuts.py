@@ -14,6 +14,12 @@ baselines.py for the evaluation, features.py for what the baselines see):
               present): logistic regression, gradient boosting, random forest; <= 0.60.
 3. B.text     Track B draft text alone (contradicting vs not), the classifiers of 1; <= 0.60.
    B.skeleton the exact-skeleton lookup (names, numbers, slot values normalised); <= 0.60.
+   In 1-3, items built from one bank line with as many items of each label (a balanced
+   contrast set: the record decides, the text cannot) are kept out of each other's training:
+   a twin in another conversation would otherwise teach the model the held-out item's opposite
+   label (raw 0, folded 1: a leak of the split, not of the text). Lines used for one label more
+   often are not kept out, so what their text says about the label is still learnt. The value
+   with twins in training is recorded beside the gated one (details).
 4. find.items item turns vs every other turn (text, non-text, and both together); AUC (folded)
               <= 0.75.
    find.injected  LoCoMo-based keys: injected vs original turns, AUC <= 0.80 (n/a otherwise).
@@ -60,6 +66,7 @@ from twistbench.tracks.d_safety import leaked, over_blocked
 from twistbench.validation.baselines import (
     Evaluated,
     Recipe,
+    balanced_contrast_sets,
     combined_recipe,
     folded,
     hashed_text,
@@ -96,7 +103,7 @@ GATES: dict[str, float] = {
 # The battery's revision: raise it whenever a check, a baseline, a feature or a gate changes what
 # the battery measures, so that gate results recorded for a key (itemgen/cs2/gates_record.json)
 # know they were measured by another battery.
-BATTERY_REVISION = "1"
+BATTERY_REVISION = "2"  # 2: balanced contrast twins kept out of each other's training
 TOP_K = 5  # turns the masking baseline returns per probe
 MIN_GROUPS = 3  # leave-one-group-out needs at least this many groups to mean anything
 MIN_PER_CLASS = 4
@@ -121,10 +128,14 @@ class _Context:
 
 def classifier_check(check_id: str, title: str, recipes: Sequence[Recipe], y: np.ndarray,
                      groups: np.ndarray, *, metric: str, class_names: tuple[str, str],
-                     seed: int, control: bool = True) -> ShortcutCheck:
+                     seed: int, control: bool = True,
+                     members: Sequence[str | None] | None = None) -> ShortcutCheck:
     """Evaluate every recipe leave-one-group-out; the check's value is the highest folded value.
 
-    metric: "balanced_accuracy" or "auc". class_names: (label 0, label 1) for the n column."""
+    metric: "balanced_accuracy" or "auc". class_names: (label 0, label 1) for the n column.
+    members: per sample, the bank line it was built from (None: none); the twins of a balanced
+    contrast set are kept out of each other's training (baselines.balanced_contrast_sets), and
+    the value the plain split gives is recorded beside it in details."""
     threshold = GATES[check_id]
     metric_name = {"balanced_accuracy": "balanced accuracy (folded)",
                    "auc": "AUC (folded)"}[metric]
@@ -141,10 +152,23 @@ def classifier_check(check_id: str, title: str, recipes: Sequence[Recipe], y: np
     def score(ev: Evaluated, labels: np.ndarray) -> float:
         return ev.balanced_accuracy(labels) if metric == "balanced_accuracy" else ev.auc(labels)
 
+    twins = balanced_contrast_sets(members, y) if members is not None else None
+    if twins is not None:
+        spans: dict[str, set[str]] = defaultdict(set)
+        for t, g in zip(twins, groups):
+            if t is not None:
+                spans[t].add(str(g))
+        if all(len(s) < 2 for s in spans.values()):
+            twins = None  # every contrast set lies within one group: the plain split leaks nothing
     cands = []
     for r in recipes:
-        raw = score(logo_predict(r, y, groups), y)
+        raw = score(logo_predict(r, y, groups, twins), y)
         cands.append(Candidate(model=r.model, features=r.features, value=folded(raw), raw=raw))
+    if twins is not None:
+        plain = [folded(score(logo_predict(r, y, groups), y)) for r in recipes]
+        base.details["twins_kept_out_of_training"] = sum(t is not None for t in twins)
+        base.details["contrast_sets"] = len({t for t in twins if t is not None})
+        base.details["value_with_twins_in_training"] = round(max(plain), 4)
     best = max(cands, key=lambda c: (c.value, -cands.index(c)))
     base.value, base.raw = best.value, best.raw
     base.best = f"{best.model} on {best.features}"
@@ -155,7 +179,7 @@ def classifier_check(check_id: str, title: str, recipes: Sequence[Recipe], y: np
         # the gated value); on thousands of turns that inflation is nil, so the best one only
         shuffled = np.random.default_rng(seed).permutation(y)
         again = recipes if len(y) <= CONTROL_ALL_MAX else [recipes[cands.index(best)]]
-        base.control = max(folded(score(logo_predict(r, shuffled, groups), shuffled))
+        base.control = max(folded(score(logo_predict(r, shuffled, groups, twins), shuffled))
                            for r in again)
     return base
 
@@ -181,8 +205,20 @@ def arc_features(ctx: _Context, arc: ReversalArc | HardNegativeArc, target: Turn
     return [days, float(target.conv_pos - anchor.conv_pos), 1.0, float(len(_targets(arc)))]
 
 
+def bank_line(item: Any) -> str | None:
+    """The bank line an item was built from, where its key records one: a LoCoMo 2.0 bank
+    member, a CS 2.0 target line or draft line. Items built from one line with the record
+    deciding the label form a contrast set (classifier_check's `members`)."""
+    meta = getattr(item, "meta", None) or {}
+    for field in ("member", "target_line", "draft_line"):
+        if isinstance(meta.get(field), str):
+            return meta[field]
+    return None
+
+
 def check_track_a(ctx: _Context) -> list[ShortcutCheck]:
     arcs, targets = _arc_samples(ctx)
+    members = [bank_line(a) for a in arcs]
     y = np.array([int(isinstance(a, ReversalArc)) for a in arcs])
     groups = np.array([a.conversation for a in arcs])
     texts = [" ".join(ctx.turns.info(a.conversation, t).event.text for t in _targets(a))
@@ -190,14 +226,14 @@ def check_track_a(ctx: _Context) -> list[ShortcutCheck]:
     names = ("hard negative", "reversal")
     text = classifier_check("A.text", "Track A target turn text alone", text_recipes(texts), y,
                             groups, metric="balanced_accuracy", class_names=names,
-                            seed=ctx.seed, control=ctx.control)
+                            seed=ctx.seed, control=ctx.control, members=members)
     x = (np.hstack([ctx.turns.features(targets),
                     np.array([arc_features(ctx, a, t) for a, t in zip(arcs, targets)])])
          if arcs else np.zeros((0, 0)))
     nontext = classifier_check("A.nontext", "Track A non-text features of the target turn",
                                nontext_recipes(x, ctx.seed), y, groups,
                                metric="balanced_accuracy", class_names=names, seed=ctx.seed,
-                               control=ctx.control)
+                               control=ctx.control, members=members)
     nontext.details["features"] = [*ctx.turns.feature_names(), *ARC_FEATURES]
     return [text, nontext]
 
@@ -207,15 +243,16 @@ def check_track_b(ctx: _Context) -> list[ShortcutCheck]:
     y = np.array([int(d.label == "contradicting") for d in drafts])
     groups = np.array([d.conversation for d in drafts])
     names = ("aligned or hard negative", "contradicting")
+    members = [bank_line(d) for d in drafts]
     text = classifier_check("B.text", "Track B draft text alone (no record)",
                             text_recipes([d.text for d in drafts]), y, groups,
                             metric="balanced_accuracy", class_names=names, seed=ctx.seed,
-                            control=ctx.control)
+                            control=ctx.control, members=members)
     skeletons = [ctx.lexicon.skeleton(d.text) for d in drafts]
     lookup = classifier_check("B.skeleton", "Track B draft wording skeleton -> label lookup",
                               [skeleton_lookup_recipe(skeletons)], y, groups,
                               metric="balanced_accuracy", class_names=names, seed=ctx.seed,
-                            control=ctx.control)
+                              control=ctx.control, members=members)
     if drafts:
         lookup.details["distinct_skeletons"] = len(set(skeletons))
         lookup.details["coverage"] = round(skeleton_coverage(skeletons, groups), 4)
