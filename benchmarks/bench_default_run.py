@@ -10,7 +10,8 @@ slow the wall time down; the CPU time is what a load changes least, so compare t
 load is high.
 
 --reference COMMIT runs, interleaved with the working tree's code, the code of that commit
-(its `src/`, exported with `git archive` into a scratch folder and put first on PYTHONPATH,
+(its `src/` and `data/`, exported with `git archive` into a scratch folder, `src/` put first
+on PYTHONPATH,
 same interpreter and packages), so a change is measured against the code path it replaced in
 the same session and load: the ratio of each median to the reference's is printed, and with
 --keep-both the two runs' folders are kept for comparing their results.
@@ -51,8 +52,9 @@ def twist_command(src: Path | None) -> list[str]:
 
 
 def export_src(commit: str, into: Path) -> Path:
-    """`src/` of `commit`, written under `into` (the repository itself is left as it is)."""
-    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src"],
+    """`src/` and `data/` (the committed keys, found beside `src/`) of `commit`, written under
+    `into` (the repository itself is left as it is); returns the `src/` folder."""
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", commit, "src", "data"],
                              check=True, capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into / "src"
@@ -87,6 +89,8 @@ def run_once(cores: str | None, keep: Path | None, embed_cache: str = "off",
     if proc.returncode != 0:
         sys.stderr.write(stdout[-4000:] + stderr[-4000:])
         raise SystemExit(f"twist run failed with exit code {proc.returncode}")
+    if "running the built-in demo dataset" in stderr:  # a code without its data/ beside it
+        raise SystemExit(f"the run found no committed key and ran the demo: {stderr[:400]}")
     if keep is not None:
         shutil.copytree(out, keep, dirs_exist_ok=True)
     shutil.rmtree(out, ignore_errors=True)
