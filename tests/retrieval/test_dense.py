@@ -77,26 +77,9 @@ def test_incremental_add_and_search_many():
 
 def test_vectors_do_not_depend_on_the_batch():
     # The default run's results stay the same whatever batches texts are embedded in (a
-    # retriever embeds a conversation at once, a run reads vectors another run cached): the
+    # run reads vectors another run cached, or another system computed): the
     # vector of a text is the same to the bit alone, padded in a batch, or in another order.
     alone = np.stack([embed([t], cache=False)[0] for t in TEXTS])
     assert np.array_equal(alone, embed(TEXTS, batch_size=64, cache=False))
     assert np.array_equal(alone, embed(TEXTS[::-1], batch_size=4, cache=False)[::-1])
 
-
-def test_added_texts_are_embedded_at_the_next_search_in_one_pass(monkeypatch):
-    calls: list[list[str]] = []
-    real = dense.embed
-    monkeypatch.setattr(dense, "embed", lambda texts, *a, **k: calls.append(list(texts))
-                        or real(texts, *a, **k))
-    r = DenseRetriever()
-    ids = [f"t{i}" for i in range(len(TEXTS))]
-    r.add(ids[:2], TEXTS[:2])
-    r.add(ids[2:4], TEXTS[2:4])
-    assert calls == [] and len(r) == 4
-    r.search("pricing", 2)
-    assert calls[0] == TEXTS[:4]  # both adds in one call; then the query
-    r.add(ids[4:], TEXTS[4:])
-    assert r.matrix().shape == (len(TEXTS), 384)
-    assert calls[-1] == TEXTS[4:]
-    assert np.array_equal(r.matrix(), embed(TEXTS, cache=False))

@@ -292,7 +292,6 @@ class DenseRetriever:
         self.query_chunk = query_chunk  # queries scored per matrix product (bounds memory)
         self._docs = _DocStore()
         self._parts: list[np.ndarray] = []
-        self._pending: list[str] = []  # added, not embedded yet (see add)
         self._matrix: np.ndarray | None = None
 
     def __len__(self) -> int:
@@ -300,24 +299,20 @@ class DenseRetriever:
 
     def index(self, ids: list[str], texts: list[str]) -> None:
         self._docs.reset()
-        self._parts, self._pending, self._matrix = [], [], None
+        self._parts, self._matrix = [], None
         self.add(ids, texts)
 
     def add(self, ids: list[str], texts: list[str]) -> None:
         if not ids:
             return
         self._docs.extend(list(ids), list(texts))
-        # Embedded at the next search, together with everything added before it: one pass
-        # sorted by length over a whole conversation pads far less than one pass per session
-        # (a vector does not depend on the batch it was computed in).
-        self._pending.extend(texts)
+        # Embedded now, in the ingest call that adds them (its timeout allows for it), not at
+        # the next search: a search is a recall, whose timeout is much shorter.
+        self._parts.append(embed(list(texts), self.batch_size))
         self._matrix = None
 
     def matrix(self) -> np.ndarray:
         """The (n_docs, dim) embedding matrix, rows in insertion order."""
-        if self._pending:
-            self._parts.append(embed(self._pending, self.batch_size))
-            self._pending = []
         if self._matrix is None:
             self._matrix = (np.concatenate(self._parts) if self._parts
                             else np.zeros((0, active().dim), dtype=np.float32))
