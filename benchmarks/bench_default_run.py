@@ -157,7 +157,7 @@ def main() -> None:
     for v in variants:
         code, m = v
         wall, cpu, peak = statistics.median(walls[v]), statistics.median(cpus[v]), max(peaks[v])
-        print(f"default run [{code if args.reference else ''} {m}: {MODES[m]}]: median wall "
+        print(f"default run [{code + ' ' if args.reference else ''}{m}: {MODES[m]}]: median wall "
               f"{wall:.1f} s (goal <= {GOAL_S:.0f} s: {'met' if wall <= GOAL_S else 'NOT met'}),"
               f" median CPU {cpu:.1f} s, peak RSS {peak / 1024**3:.2f} GB (goal <= "
               f"{GOAL_BYTES / 1024**3:.0f} GB: {'met' if peak <= GOAL_BYTES else 'NOT met'}), "
