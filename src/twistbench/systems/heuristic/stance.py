@@ -3,6 +3,7 @@ stemmed content words."""
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -108,9 +109,14 @@ _RRF_K = 60
 def stems(text: str) -> set[str]:
     """Stemmed content words (parser.content_words: no stop words, no social filler, no
     negators or contractions: they carry polarity, not topic)."""
+    return set(_stem_set(text))
+
+
+@functools.lru_cache(maxsize=1 << 16)  # clause_relation asks again for every pair of turns
+def _stem_set(text: str) -> frozenset[str]:
     words = [w for w in content_words(text) if w not in _NEGATORS and "'" not in w
              and w not in _GENERIC]
-    return set(_STEMMER.stemWords(words))
+    return frozenset(_STEMMER.stemWords(words))
 
 
 _GENERIC = {"get", "gets", "got", "nothing", "everything", "something", "anything", "said", "say",
@@ -125,12 +131,12 @@ def clause_relation(old: str, new: str, min_shared: int = 1
     Clauses of `new` that are hypothetical ("if", "would") or nostalgic ("I'll never forget")
     are skipped, checked per clause ("If you're wondering, it is final: X" still states X)."""
     best: tuple[float, int, str, str] | None = None
-    olds = [(c, stems(c)) for c in clauses(old)]
+    olds = [(c, _stem_set(c)) for c in clauses(old)]
     for sent in split_sentences(new):
         for cn in clauses(sent):
             if _HYPOTHETICAL.search(cn) or _CONDITIONAL.search(cn) or _NOSTALGIA.search(cn):
                 continue  # a what-if or a memory states no current position
-            sn = stems(cn)
+            sn = _stem_set(cn)
             for co, so in olds:
                 shared = len(sn & so)
                 if shared < min_shared:
