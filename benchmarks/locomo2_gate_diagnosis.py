@@ -9,8 +9,9 @@ Builds the 2.0 payload in memory (never writes a key) and prints
    per distinct text, balanced accuracy; an upper bound, since it is fitted on the items it
    scores);
 2. every recipe of the A.text, A.nontext, B.text and B.skeleton gates, leave one conversation
-   out, once as the gate runs it and once with every held-out item's contrast twins (items of
-   the same bank member) left out of training, so that no model can memorise a twin's label;
+   out, once on the plain split (shortcut battery revision 1) and once as the gate runs it since
+   revision 2: the twins of a balanced contrast set (items of the same bank member) kept out of
+   each other's training, so that no model can memorise a twin's label;
 3. find.injected parts: leave-one-conversation-out AUC of logistic regression on text only and
    on non-text features only, over all turns and over the original sessions only (appended
    sessions hold only our turns), and the strongest single non-text feature (raw AUC, folded).
@@ -31,8 +32,8 @@ from twistbench.datasets.twist_locomo import dataset_from_payload
 from twistbench.itemgen.locomo2 import build_locomo2
 from twistbench.model import ReversalArc
 from twistbench.validation.baselines import (
-    Evaluated,
     Recipe,
+    balanced_contrast_sets,
     folded,
     hashed_text,
     logo_predict,
@@ -62,25 +63,13 @@ def pairing(texts: list[str], y: np.ndarray, groups: np.ndarray) -> tuple[int, f
     return twinned, best
 
 
-def twin_free_predict(recipe: Recipe, y: np.ndarray, groups: np.ndarray, members: list[str]
-                      ) -> Evaluated:
-    """logo_predict (the gate's split: one conversation held out at a time) with one change:
-    training leaves out every item whose bank member a held-out item uses (its contrast twins)."""
-    pred, score = np.zeros(len(y), np.int64), np.zeros(len(y))
-    for g in np.unique(groups):
-        test = np.where(groups == g)[0]
-        held = {members[i] for i in test}
-        train = np.array([i for i in range(len(y)) if groups[i] != g and members[i] not in held])
-        pred[test], score[test] = recipe.fit_predict(train, test, y)
-    return Evaluated(recipe, pred, score)
-
-
 def best_raw(recipes: list[Recipe], y: np.ndarray, groups: np.ndarray, members: list[str],
              twin_free: bool) -> tuple[float, float, str]:
     """(folded, raw, recipe) of the strongest recipe, as classifier_check picks it."""
     out = []
     for r in recipes:
-        ev = twin_free_predict(r, y, groups, members) if twin_free else logo_predict(r, y, groups)
+        twins = balanced_contrast_sets(members, y) if twin_free else None
+        ev = logo_predict(r, y, groups, twins)
         raw = ev.balanced_accuracy(y)
         out.append((folded(raw), raw, r.label))
     return max(out)
@@ -130,7 +119,8 @@ def main() -> None:
         print(f"   {name:14s} {twinned}/{len(y)} twinned; distinct texts {len(set(texts))}; "
               f"ceiling {ceiling:.3f}")
     print("2. the gate's own recipes (folded / raw balanced accuracy of the strongest), leave "
-          "one conversation out: as gated, and with contrast twins left out of training")
+          "one conversation out: plain split (battery rev 1), and as gated since rev 2 (contrast "
+          "twins kept out of each other's training)")
     ctx = _Context(ds, turns, lex, 0, False)
     targets = [turns.info(a.conversation, (a.reversal if isinstance(a, ReversalArc)
                                            else a.turns)[-1]) for a in arcs]
@@ -141,9 +131,9 @@ def main() -> None:
             ("A.nontext", nontext_recipes(xa, 0), ya, ga, ma),
             ("B.text", text_recipes(tb), yb, gb, mb),
             ("B.skeleton", [skeleton_lookup_recipe(sb)], yb, gb, mb)):
-        gated, free = (best_raw(recipes, y, g, m, tf) for tf in (False, True))
-        print(f"   {name:10s} as gated {gated[0]:.3f} / {gated[1]:.3f} ({gated[2]}); twin-free "
-              f"{free[0]:.3f} / {free[1]:.3f} ({free[2]})")
+        plain, gated = (best_raw(recipes, y, g, m, tf) for tf in (False, True))
+        print(f"   {name:10s} plain split {plain[0]:.3f} / {plain[1]:.3f} ({plain[2]}); as gated "
+              f"{gated[0]:.3f} / {gated[1]:.3f} ({gated[2]})")
 
     if args.skip_injected:
         return
