@@ -14,6 +14,7 @@ import pytest
 from conftest import SHARED_DATA
 
 from twistbench.cli import run_cli
+from twistbench.datasets.demo import demo_dataset
 
 DEEP = "[" * 200_000 + "]" * 200_000
 LOCOMO = SHARED_DATA / "locomo" / "locomo10.json"
@@ -304,6 +305,18 @@ def test_deep_and_non_utf8_predictions(tmp_path):
         preds.write_bytes(content)
         code, _, err = invoke("score-predictions", preds, "-d", "demo")
         assert_one_line(code, err, str(preds), "line 1")
+
+
+def test_a_prediction_for_an_unknown_draft_names_its_line(tmp_path):
+    draft = demo_dataset().drafts[0].id
+    preds = tmp_path / "p.jsonl"
+    preds.write_text(json.dumps({"item_id": draft, "aligned": True, "evidence": []}) + "\n\n"
+                     + json.dumps({"item_id": "conv-x:v9", "aligned": False}) + "\n")
+    code, _, err = invoke("score-predictions", preds, "-d", "demo", "-o", tmp_path / "o")
+    line = assert_one_line(code, err, str(preds), "line 3", "item_id", "'conv-x:v9'",
+                           "a draft id of key")
+    assert draft in line  # what was expected: an id the key has
+    assert not (tmp_path / "o").exists()  # nothing written
 
 
 # -- numeric options --------------------------------------------------------------------------

@@ -65,6 +65,20 @@ def _beam(tmp_path: Path) -> Path:
     return tmp_path / "beam"
 
 
+def _assert_qa_titled(console: str, out: Path, corpus: str) -> None:
+    """The QA section is titled by the run's corpus in the console table, report.md, report.html
+    and report.json, and LoCoMo is named nowhere as its title."""
+    md = (out / "report.md").read_text(encoding="utf-8")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    js = (out / "report.json").read_text(encoding="utf-8")
+    assert console.splitlines()[1].split() == [corpus], console
+    assert f"| System | {corpus}: F1 ↑ / evidence recall ↑ |" in md
+    assert f"**locomo** — {corpus} QA" in md
+    assert f"aria-label='{corpus} QA'" in html and f"<th>{corpus}<div" in html
+    assert "LoCoMo QA" not in md + html + console and "<th>LoCoMo<" not in html
+    assert f'"title": "{corpus} QA"' in js and "LoCoMo QA" not in js
+
+
 def test_list_names_both_corpora_and_what_they_need() -> None:
     r = twist("list", "datasets")
     assert r.returncode == 0, r.stderr
@@ -97,7 +111,8 @@ def test_longmemeval_run_and_trace(tmp_path: Path) -> None:
             "out (key longmemeval_s)") in r.stderr and "LoCoMo" not in r.stderr
     # a saved run re-scores: the manifest says how to load the corpus again (--data included)
     rep = twist("report", str(out))
-    assert rep.returncode == 0 and "LoCoMo" in rep.stdout, rep.stderr
+    assert rep.returncode == 0, rep.stderr
+    _assert_qa_titled(rep.stdout, out, "LongMemEval-S")
 
     tr = tmp_path / "trace"
     r = twist("trace", "-s", "flat-rag", "-S", "retriever=lexical", "-d", "longmemeval",
@@ -117,6 +132,9 @@ def test_beam_run_and_trace(tmp_path: Path) -> None:
     r = twist("run", "-d", "beam", "--data", str(data), "--tier", "1M", "-s", "flat-rag",
               "-S", "retriever=lexical", "-o", str(out), "--no-progress")
     assert r.returncode == 0, r.stderr
+    rep = twist("report", str(out))
+    assert rep.returncode == 0, rep.stderr
+    _assert_qa_titled(rep.stdout, out, "BEAM")
     qa = [x for x in items(out / "flat-rag") if x["track"] == "locomo"]
     assert len(qa) == 4  # 2 conversations x 2 questions with evidence; abstention skipped
     assert ("note: QA (BEAM): 4 questions scored, 2 without an evidence location left out "

@@ -515,6 +515,17 @@ class AuditCorpus:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
+# The corpus a dataset's QA items come from, by dataset name; every other dataset with QA is
+# LoCoMo-based (locomo, TWIST-LoCoMo, TWIST-B) or LoCoMo-shaped (the built-in demo). The QA
+# track's title and the run notes name it.
+_QA_CORPUS = {"longmemeval": "LongMemEval-S", "beam": "BEAM"}
+
+
+def qa_corpus(dataset_name: str) -> str:
+    """The corpus the dataset's QA questions come from: 'LoCoMo', 'LongMemEval-S' or 'BEAM'."""
+    return _QA_CORPUS.get(dataset_name, "LoCoMo")
+
+
 def json_schemas() -> dict[str, dict[str, Any]]:
     """JSON Schema of every record, for users writing keys or systems in other languages."""
     models: list[type[BaseModel]] = [

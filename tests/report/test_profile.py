@@ -9,6 +9,7 @@ from toy_systems import KeywordToy
 from twistbench.contract import Capabilities
 from twistbench.datasets.demo import demo_dataset
 from twistbench.errors import InputError
+from twistbench.report.planes import planes
 from twistbench.report.profile import (
     COLUMNS,
     PairedMetric,
@@ -82,6 +83,22 @@ def test_profile_markdown_has_na_not_zero_and_the_key_under_the_table():
     assert "recall-only · A online: N/A" in md and "recall-only · B: N/A" in md
     # nothing was answered: "no items", never 0
     assert cells[2] == "no items / no items · 4 missing"
+
+
+@pytest.mark.parametrize("dataset, corpus", [("locomo", "LoCoMo"), ("twist-locomo-2.0", "LoCoMo"),
+                                             ("longmemeval", "LongMemEval-S"), ("beam", "BEAM")])
+def test_qa_column_and_plane_name_the_runs_corpus(dataset, corpus):
+    s = scores(Capabilities(recall=True))
+    qa_metrics = s.tracks["locomo"].metrics  # one answered question, so the plane has a point
+    qa_metrics["f1"] = proportion("f1", 1, 2)
+    qa_metrics["evidence_recall"] = proportion("evidence_recall", 1, 1)
+    prof = build_profile([ProfileEntry("recall-only", s)]).model_copy(update={"dataset": dataset})
+    qa = next(c for c in prof.scored_columns() if c.key == "locomo")
+    assert qa.title == corpus
+    assert next(p for p in planes(prof) if p.key == "locomo").title == f"{corpus} QA"
+    assert f"| System | {corpus}: F1 ↑ / evidence recall ↑ |" in render_profile_markdown(prof)
+    # the shared COLUMNS are not renamed by a profile
+    assert next(c for c in COLUMNS if c.key == "locomo").title == "LoCoMo"
 
 
 def test_json_holds_everything():

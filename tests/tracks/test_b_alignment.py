@@ -11,6 +11,7 @@ from twistbench.errors import InputError
 from twistbench.model import Conflict, Draft, Verdict
 from twistbench.tracks.b_alignment import (
     TRACK,
+    Prediction,
     read_predictions,
     records_from_predictions,
     score_item,
@@ -134,7 +135,7 @@ def test_predictions_round_trip_scores_identically(tmp_path):
     p = tmp_path / "preds.jsonl"
     p.write_text("\n".join(lines) + "\n\n")
     preds = read_predictions(p)
-    assert preds["d6"] == (False, ["c1:1:2"])
+    assert preds["d6"] == (False, ["c1:1:2"], 6)  # aligned, evidence, line
     direct = TRACK.score(DS, recs, CAPS)
     via_file = score_predictions(DS, p)
     assert via_file.metrics == direct.metrics
@@ -159,8 +160,18 @@ def test_read_predictions_names_file_line_and_field(tmp_path, line, field, where
 
 def test_prediction_for_an_unknown_draft_is_an_input_error():
     with pytest.raises(InputError) as ei:
-        records_from_predictions(DS, {"nope": (True, [])}, source="p.jsonl")
+        records_from_predictions(DS, {"nope": Prediction(True, [], 3)}, source="p.jsonl")
     assert "nope" in str(ei.value) and ei.value.field == "item_id"
+    assert ei.value.file == "p.jsonl" and ei.value.where == "line 3"
+
+
+def test_unknown_draft_in_a_file_names_its_line(tmp_path):
+    p = tmp_path / "preds.jsonl"
+    p.write_text('{"item_id": "d1", "aligned": false}\n\n{"item_id": "d9x", "aligned": true}\n')
+    with pytest.raises(InputError) as ei:
+        score_predictions(DS, p)
+    assert ei.value.file == str(p) and ei.value.where == "line 3" and ei.value.field == "item_id"
+    assert "'d9x'" in str(ei.value) and "draft id" in str(ei.value)
 
 
 def _reference_scores(items, preds):

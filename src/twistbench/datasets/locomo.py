@@ -35,7 +35,7 @@ from pydantic import ValidationError
 from twistbench.datasets.errata import overlay_errata
 from twistbench.datasets.keyfile import sha256_bytes
 from twistbench.errors import InputError, load_json, pydantic_to_input_error, read_bytes
-from twistbench.model import Conversation, Dataset, Event, QAItem
+from twistbench.model import Conversation, Dataset, Event, QAItem, qa_corpus
 
 # sha256 of locomo10.json as released (snap-research/locomo, blob d95b8724...).
 LOCOMO_RELEASE_SHA256 = "79fa87e90f04081343b8c8debecb80a9a6842b76a7aa537dc9fdf651ea698ff4"
@@ -385,11 +385,6 @@ def locomo_dataset(path: str | Path, errata: str | None = None) -> Dataset:
                    conversations=corpus.conversations, qa=qa, meta=meta)
 
 
-# The corpus a QA note names, by dataset name; every other dataset with QA is LoCoMo-based
-# (locomo, TWIST-LoCoMo, TWIST-B).
-_QA_CORPUS = {"longmemeval": "LongMemEval-S", "beam": "BEAM", "demo": "built-in demo"}
-
-
 def dataset_notes(dataset: Dataset) -> list[str]:
     """Lines the CLI prints under a run: for LoCoMo-based datasets the sha256 check of
     locomo10.json, the defects handled, QA before/after re-validation and which errata overlay
@@ -407,7 +402,7 @@ def dataset_notes(dataset: Dataset) -> list[str]:
             lines.append("LoCoMo defects handled: " + ", ".join(
                 f"{k} {v}" for k, v in rep["defect_counts"].items()))
     if dataset.qa:
-        corpus = _QA_CORPUS.get(dataset.name, "LoCoMo")
+        corpus = "built-in demo" if dataset.name == "demo" else qa_corpus(dataset.name)
         if "skipped" in dataset.meta:  # an audit corpus: questions without evidence are no items
             lines.append(f"QA ({corpus}): {len(dataset.qa)} questions scored, "
                          f"{dataset.meta['skipped']} without an evidence location left out "

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from twistbench.report.profile import Column, Profile
 from twistbench.stats import Metric
+from twistbench.tracks import locomo_qa
 
 # Okabe-Ito: distinguishable with the common colour-vision deficiencies
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#000000",
@@ -63,7 +64,8 @@ class Plane:
                 f"{'up' if self.y_up else 'down'}")
 
 
-_TITLES = {"locomo": "LoCoMo QA", "A": "A · tension detection", "B": "B · draft alignment",
+# the QA plane is titled by the profile's corpus (locomo_qa.title_for)
+_TITLES = {"A": "A · tension detection", "B": "B · draft alignment",
            "C": "C · belief supersession", "D": "D · safe recall"}
 
 
@@ -75,10 +77,12 @@ def _labels(col: Column) -> tuple[str, str]:
 def planes(profile: Profile) -> list[Plane]:
     """One plane per track with at least one drawable point, in column order."""
     by_track: dict[str, Plane] = {}
+    qa_title = locomo_qa.title_for(profile.dataset)
     for col in profile.scored_columns():
         x_label, y_label = _labels(col)
         plane = by_track.setdefault(col.track, Plane(
-            key=col.track, title=_TITLES.get(col.track, col.title), x_label=x_label,
+            key=col.track, title=qa_title if col.track == locomo_qa.KEY
+            else _TITLES.get(col.track, col.title), x_label=x_label,
             y_label=y_label, x_up=col.primary_up, y_up=col.partner_up))
         mode = col.sub if col.track == "A" else None
         for i, row in enumerate(profile.rows):

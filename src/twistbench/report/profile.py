@@ -20,7 +20,7 @@ recall answers, and how many it wrote.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -32,9 +32,10 @@ from twistbench.judges.calibration import (
     describe_calibration,
     load_calibration,
 )
+from twistbench.model import qa_corpus
 from twistbench.report.keys import KeyRef, require_one_key
 from twistbench.stats import Metric
-from twistbench.tracks import TRACK_ORDER, RunScores, headline_pairs
+from twistbench.tracks import TRACK_ORDER, RunScores, headline_pairs, locomo_qa
 from twistbench.tracks.base import HeadlinePair, TrackResult
 
 
@@ -177,9 +178,15 @@ class Profile(BaseModel):
                 out.append(r.judge)
         return out
 
+    def titled_columns(self) -> list[Column]:
+        """COLUMNS as this profile shows them: the QA column named after the dataset's corpus
+        (LongMemEval-S and BEAM runs share the LoCoMo QA track, not LoCoMo's questions)."""
+        return [replace(c, title=qa_corpus(self.dataset)) if c.track == locomo_qa.KEY else c
+                for c in COLUMNS]
+
     def scored_columns(self) -> list[Column]:
         """Columns with at least one scored cell (the others are N/A for every row)."""
-        return [c for c in COLUMNS if c.key in self.columns
+        return [c for c in self.titled_columns() if c.key in self.columns
                 and any(r.cells[c.key].status == "scored" for r in self.rows)]
 
 

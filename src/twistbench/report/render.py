@@ -14,7 +14,6 @@ import json
 from typing import Any
 
 from twistbench.report.profile import (
-    COLUMNS,
     Cell,
     Column,
     PairedMetric,
@@ -121,7 +120,8 @@ def render_profile_markdown(profile: Profile, details: bool = True, digits: int 
     """The profile table (columns scored for some system; ↑/↓ say which way is good; a judged
     column names its judge's calibration verdict), the key, the judge and each answerer under
     it, N/A reasons, and (details=True) every metric with its counts."""
-    cols = profile.scored_columns() or [c for c in COLUMNS if c.key in profile.columns]
+    cols = profile.scored_columns() or [c for c in profile.titled_columns()
+                                        if c.key in profile.columns]
     note = judged_note(profile)
     head = ["System"] + [column_heading(c, note if judged(profile, c) else "") for c in cols]
     lines = [f"## TWIST profile — {profile.dataset}", ""]
@@ -133,7 +133,7 @@ def render_profile_markdown(profile: Profile, details: bool = True, digits: int 
         cells = []
         for c in cols:
             cells.append(_esc(render_cell(row.cells[c.key], digits)))
-        for c in COLUMNS:
+        for c in profile.titled_columns():
             cell = row.cells.get(c.key)
             if c.key in profile.columns and cell is not None and cell.status == "n/a":
                 notes.append(f"{row.system} · {c.title}: N/A — {cell.reason}")

@@ -37,9 +37,14 @@ from twistbench.report.items import ItemViews, RunData, build_item_views
 from twistbench.report.profile import JudgeInfo, Profile, ProfileEntry, group_by_key
 from twistbench.report.render import profile_json, render_profile_markdown
 from twistbench.report.terminal import profile_lines
-from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, score_run
+from twistbench.tracks import TRACK_ORDER, TRACKS, RunScores, locomo_qa, score_run
 from twistbench.tracks.b_alignment import score_predictions, write_predictions
 from twistbench.tracks.base import TrackResult
+
+
+def _title(track: str, dataset_name: str) -> str:
+    """A track's title on a dataset: the QA track is named after the dataset's corpus."""
+    return locomo_qa.title_for(dataset_name) if track == locomo_qa.KEY else TRACKS[track].title
 
 
 def restrict(dataset: Dataset, conversations: list[str] | None) -> Dataset:
@@ -121,7 +126,7 @@ def load_run(folder: str | Path, dataset: Dataset | None = None, locomo: Path | 
         if k not in ran:
             reason = plan.get(k, "not run")
             reason = reason[5:] if reason.startswith("N/A: ") else reason
-            scores.tracks[k] = TrackResult.not_applicable(k, TRACKS[k].title, reason)
+            scores.tracks[k] = TrackResult.not_applicable(k, _title(k, dataset.name), reason)
     name = name or display_name(manifest, folder)
     try:
         info = JudgeInfo.from_manifest(manifest.get("judge"), judge)
@@ -350,7 +355,7 @@ def report_predictions(dataset: Dataset, path: str | Path, system: str = "extern
                        key_sha256=dataset.key_sha256, capabilities=caps.as_dict())
     for k in TRACK_ORDER:
         scores.tracks[k] = TrackResult.not_applicable(
-            k, TRACKS[k].title, "not run (predictions file holds Track B only)")
+            k, _title(k, dataset.name), "not run (predictions file holds Track B only)")
     scores.tracks["B"] = score_predictions(dataset, path)
     return report_entries([ProfileEntry(system=system, scores=scores, run=str(path))],
                           details=details)

@@ -75,7 +75,7 @@ def na_groups(profile: Profile) -> list[tuple[list[str], list[str], str]]:
         for col_key, cell in row.cells.items():
             if cell.status == "n/a":
                 by_col[(col_key, cell.reason or "N/A")].append(row.system)
-    titles = {c.key: c.title for c in COLUMNS}
+    titles = {c.key: c.title for c in profile.titled_columns()}
     order = {c.key: i for i, c in enumerate(COLUMNS)}
     grouped: dict[tuple[str, tuple[str, ...]], list[str]] = defaultdict(list)
     for (col_key, reason), systems in sorted(by_col.items(), key=lambda kv: order[kv[0][0]]):

@@ -27,7 +27,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from twistbench.contract import Capabilities
 from twistbench.errors import InputError, decode_utf8, load_json, read_bytes
@@ -255,15 +255,23 @@ def write_predictions(records: Iterable[ItemRecord]) -> list[str]:
 _LINE_SHAPE = '{"item_id": str, "aligned": bool, "evidence": [str]}'
 
 
-def read_predictions(path: str | Path) -> dict[str, tuple[bool, list[str]]]:
-    """Read a predictions file: item id -> (aligned, evidence). Blank lines are skipped.
+class Prediction(NamedTuple):
+    """One line of a predictions file; `line` (1-based) lets a later check name where it is."""
+
+    aligned: bool
+    evidence: list[str]
+    line: int
+
+
+def read_predictions(path: str | Path) -> dict[str, Prediction]:
+    """Read a predictions file: item id -> Prediction. Blank lines are skipped.
 
     Raises InputError naming the file, the line number and the field for: invalid JSON, a line
     that is not an object, a missing or non-string item_id, aligned that is not a boolean,
     evidence that is not a list of strings, and a duplicate item_id."""
     path = Path(path)
     text = decode_utf8(read_bytes(path, "predictions file"), str(path))
-    out: dict[str, tuple[bool, list[str]]] = {}
+    out: dict[str, Prediction] = {}
     for no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -287,25 +295,28 @@ def read_predictions(path: str | Path) -> dict[str, tuple[bool, list[str]]]:
         if iid in out:
             raise InputError(str(path), f"duplicate item_id {iid!r}", where=where,
                              field="item_id", expected="one line per item")
-        out[iid] = (obj["aligned"], list(ev))
+        out[iid] = Prediction(obj["aligned"], list(ev), no)
     return out
 
 
-def records_from_predictions(dataset: Dataset, predictions: dict[str, tuple[bool, list[str]]],
+def records_from_predictions(dataset: Dataset, predictions: dict[str, Prediction],
                              source: str = "predictions") -> list[ItemRecord]:
     """ItemRecords for predictions made elsewhere, so they score through the same code.
-    Raises InputError for a prediction naming a draft the dataset does not have."""
+    Raises InputError, naming the prediction's line in `source`, for a prediction naming a
+    draft the dataset does not have."""
     drafts = {d.id: d for d in dataset.drafts}
     out = []
-    for did, (aligned, ev) in predictions.items():
+    for did, p in predictions.items():
         d = drafts.get(did)
         if d is None:
-            raise InputError(source, f"item_id {did!r} is not a draft of {dataset.name}",
-                             field="item_id", expected="a draft id of the key")
+            example = f", e.g. {dataset.drafts[0].id!r}" if dataset.drafts else " (it has none)"
+            raise InputError(source, f"{did!r} is not a draft of {dataset.name}",
+                             where=f"line {p.line}", field="item_id",
+                             expected=f"a draft id of key {dataset.version}{example}")
         out.append(ItemRecord(item_id=item_id(did), track=KEY, kind=d.label,
                               conversation=d.conversation,
                               input_hash=stable_hash({"call": "check_alignment", "draft": d.text}),
-                              output={"aligned": aligned, "evidence": ev}))
+                              output={"aligned": p.aligned, "evidence": p.evidence}))
     return out
 
 

@@ -39,7 +39,7 @@ from twistbench.judges.locomo_f1 import (  # re-exported: the track's official F
     qa_score,
 )
 from twistbench.judges.structural import StructuralJudge
-from twistbench.model import Answer, Dataset, QAItem
+from twistbench.model import Answer, Dataset, QAItem, qa_corpus
 from twistbench.records import ItemRecord
 from twistbench.stats import rate
 from twistbench.tracks.base import (
@@ -64,6 +64,12 @@ def evidence_recall(gold: list[str], cited: list[str]) -> float | None:
         return None
     got = set(cited)
     return sum(g in got for g in gold) / len(gold)
+
+
+def title_for(dataset_name: str) -> str:
+    """The track's title on a dataset: the QA of LongMemEval-S or BEAM is not LoCoMo's, though
+    it is scored the same way."""
+    return f"{qa_corpus(dataset_name)} QA"
 
 
 def item_id(qa_id: str) -> str:
@@ -159,7 +165,7 @@ class LocomoQATrack:
               judge: Judge | None = None) -> TrackResult:
         why = self.not_applicable(caps, dataset)
         if why:
-            return TrackResult.not_applicable(KEY, TITLE, why)
+            return TrackResult.not_applicable(KEY, title_for(dataset.name), why)
         rows, errors, missing, answers = self._rows(dataset, records)
 
         def f1_rate(name: str, sel) -> Any:
@@ -178,7 +184,8 @@ class LocomoQATrack:
                     per[q.conversation][1] += 1
             return rate(name, {c: (v[0], int(v[1])) for c, v in per.items()})
 
-        res = TrackResult(track=KEY, title=TITLE, status="scored", errors=errors, missing=missing)
+        res = TrackResult(track=KEY, title=title_for(dataset.name), status="scored", errors=errors,
+                          missing=missing)
         m = res.metrics
         m["f1"] = f1_rate("f1", lambda q: q.category != 5)
         m["f1"].note = "mean official F1, categories 1-4"
