@@ -135,6 +135,7 @@ class TraceScores:
     extra_traces: int = 0  # trace lines for queries not in gold (ignored)
     duplicates_dropped: int = 0
     unknown_ids: int = 0  # retrieved ids that the run's lineage does not list
+    trace_k: int = 0  # the largest k the run's traces declare (0: none declared)
 
     def eligible(self, target: str) -> np.ndarray:
         return self.n_rel[target] > 0
@@ -315,4 +316,4 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
     cats = [gold.categories[i] for i in rows.tolist()]
     return TraceScores(name, kk, variant, qids, cats,
                        {t: n_rel[t][rows].astype(np.int64) for t in TARGETS},
-                       scores, first_hit, errors, missing, extra, dropped, unknown)
+                       scores, first_hit, errors, missing, extra, dropped, unknown, kmax)

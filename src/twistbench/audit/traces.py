@@ -1143,20 +1143,24 @@ def write_trec_run(path: str | Path, run: TraceRun, query_ids: Sequence[str] | N
     """Write a run in TREC format. score_mode "rank" writes k - rank + 1 (strictly decreasing,
     so trec_eval, pytrec_eval and ranx keep exactly our order even where the system tied);
     "original" writes the system's scores."""
+    qids = list(query_ids) if query_ids is not None else list(run.traces)
+    traces = (t for t in map(run.traces.get, qids) if t is not None)
+    return write_trec_traces(path, traces, tag or trec_id(run.name), score_mode)
+
+
+def write_trec_traces(path: str | Path, traces: Iterable[Trace], tag: str,
+                      score_mode: str = "rank") -> int:
+    """Write traces, in the order given, as a TREC run (see write_trec_run); `traces` may be a
+    stream, so a run need not be held to be exported."""
     if score_mode not in ("rank", "original"):
         raise ValueError(f"score_mode {score_mode!r} (expected 'rank' or 'original')")
-    tag = tag or trec_id(run.name)
-    qids = list(query_ids) if query_ids is not None else list(run.traces)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tokens = _TrecTokens()  # each memory id encoded once, not once per line
     rank_tails: dict[int, list[str]] = {}  # list length -> " rank score tag" per rank (rank mode)
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
-        for q in qids:
-            t = run.traces.get(q)
-            if t is None:
-                continue
+        for t in traces:
             size = min(len(t.ids), len(t.scores))
             if not size:
                 continue
@@ -1167,7 +1171,7 @@ def write_trec_run(path: str | Path, run: TraceRun, query_ids: Sequence[str] | N
                 tails = rank_tails[len(t.ids)][:size]
             else:
                 tails = [f" {r} {s!r} {tag}" for r, s in enumerate(t.scores[:size], start=1)]
-            head = f"{trec_id(q)} Q0 "
+            head = f"{trec_id(t.query_id)} Q0 "
             # line = head + token + tail; joined in C (map/join), no Python step per line
             body = ("\n" + head).join(map(operator.add, map(tokens.__getitem__, t.ids[:size]),
                                            tails))
