@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from twistbench.audit import contested as ct
 from twistbench.audit.metrics import (
@@ -57,22 +58,24 @@ from twistbench.audit.targets import (
     code_lineage,
     code_rows,
     eligible_ids,
+    read_coded_lineage,
 )
 from twistbench.audit.traces import (
     Gold,
     Lineage,
     Trace,
     TraceRun,
+    _open,
     bulk_build,
     iter_trace_chunks,
     read_gold,
-    read_lineage,
     run_name,
     trec_id,
     write_trec_qrels,
     write_trec_traces,
 )
 from twistbench.errors import InputError
+from twistbench.model import LineageRow
 from twistbench.stats import (
     CONFIDENCE,
     TIAP_BOOTSTRAP_SEED,
@@ -110,6 +113,50 @@ class TraceFile:
 
 
 AuditRun = TraceRun | TraceFile  # a run held in memory (native matrix) or a trace file
+
+
+@dataclass(frozen=True, eq=False)
+class LineageFile:
+    """A store's lineage read as integer codes only (`twist audit`): its rows are never held
+    as objects; the contested cases read back the few rows they quote (contested_index)."""
+
+    path: str
+    coded: CodedLineage
+
+
+AuditLineage = Lineage | LineageFile
+
+
+def _stored_memories(lin: AuditLineage) -> int:
+    return len(lin.rows) if isinstance(lin, Lineage) else lin.coded.rows
+
+
+def _coded_lineage(lin: AuditLineage) -> CodedLineage:
+    if isinstance(lin, LineageFile):
+        return lin.coded
+    with bulk_build():
+        return code_lineage(lin)
+
+
+def contested_index(lin: LineageFile, memories: set[tuple[str, str]],
+                    turns: set[tuple[str, str]]) -> ct.LineageIndex:
+    """The LineageIndex of the lineage rows contested cases quote: the credited memories
+    (conversation, memory id) and the raw memories of the anchor turns (conversation, turn),
+    read from the file in its order (so a turn's text is the first raw memory's, as in the
+    whole index). The file was read and checked once already (its coding)."""
+    rows: list[LineageRow] = []
+    loads = orjson.loads
+    with _open(Path(lin.path)) as fh:
+        for line in fh:
+            if not line.strip():
+                continue
+            obj = loads(line)
+            conv = obj.get("conversation", "")
+            if (conv, obj["memory_id"]) in memories or (
+                    obj["raw"] and obj.get("text") and any((conv, a) in turns
+                                                           for a in obj["sources"])):
+                rows.append(LineageRow.model_validate(obj))
+    return ct.LineageIndex(Lineage(lin.path, rows))
 
 
 def _score(run: AuditRun, lineage: CodedLineage, gold: CodedGold, k: int | None,
@@ -173,14 +220,14 @@ def _nanmean(x: np.ndarray) -> float:
 # Sections
 
 
-def _run_summary(rs: TraceScores, run: AuditRun, lineage: Lineage) -> dict[str, Any]:
+def _run_summary(rs: TraceScores, run: AuditRun, lineage: AuditLineage) -> dict[str, Any]:
     shared = rs.covered(TARGETS)
     out: dict[str, Any] = {
         "name": rs.name, "traces": run.path, "lineage": lineage.path,
         "k": rs.k, "scored": len(rs.qids), "errors": len(rs.errors),
         "missing": len(rs.missing), "extra_traces": rs.extra_traces,
         "duplicates_dropped": rs.duplicates_dropped, "unknown_ids": rs.unknown_ids,
-        "stored_memories": len(lineage.rows),
+        "stored_memories": _stored_memories(lineage),
         "shared_n": int(shared.sum()),
         "coverage": {}, "full": {}, "shared": {},
     }
@@ -478,8 +525,8 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
     else:
         with _stage(on_stage, "read gold"):
             g = read_gold(gold)
-    with _stage(on_stage, "read lineage"):
-        lineages = [read_lineage(p) for p in lin_paths]
+    with _stage(on_stage, "read and code lineage"):  # as integer codes, no row objects
+        lineages = [LineageFile(str(p), read_coded_lineage(p)) for p in lin_paths]
     # the traces are not read here: each run is scored as its file streams (audit_runs)
     runs = [(TraceFile(names[i] if names else run_name(p), str(p)),
              lineages[0] if len(lineages) == 1 else lineages[i])
@@ -490,7 +537,7 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
                       on_stage=on_stage)
 
 
-def audit_runs(runs: Sequence[tuple[AuditRun, Lineage]], gold: Gold,
+def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
                out_dir: str | Path | None = None, *, metric_variant: str = "standard",
                n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
                k: int | None = None,
@@ -516,8 +563,8 @@ def audit_runs(runs: Sequence[tuple[AuditRun, Lineage]], gold: Gold,
         for run, lin in runs:
             key = id(lin)
             if key not in coded:
+                coded[key] = _coded_lineage(lin)
                 with bulk_build():
-                    coded[key] = code_lineage(lin)
                     coded_gold[key] = code_gold(gold, coded[key])
             scores[run.name] = _score(run, coded[key], coded_gold[key], k, metric_variant)
         # default k: the largest any run declares; a run scored at another k is scored again
@@ -577,15 +624,25 @@ def audit_runs(runs: Sequence[tuple[AuditRun, Lineage]], gold: Gold,
     with _stage(on_stage, "contested credits"):
         cases: list[ct.ContestedCase] = []
         per_run_cases: dict[str, int] = {}
+        held = {n: _contested_traces(by_name[n][0], scores[n]) for n in names}
+        # what the cases quote from each store: credited memories, raw texts of anchor turns
+        quoted: dict[int, tuple[set[tuple[str, str]], set[tuple[str, str]]]] = {}
+        for n in names:
+            memories, turns = quoted.setdefault(id(by_name[n][1]), (set(), set()))
+            for q, t in held[n].traces.items():
+                g = gold.queries[q]
+                memories.add((g.conversation, t.ids[-1]))
+                turns.update((g.conversation, a) for a in g.anchors)
         lineage_index: dict[int, ct.LineageIndex] = {}
         for n in names:
-            run, lin = by_name[n]
+            lin = by_name[n][1]
             if id(lin) not in lineage_index:
-                lineage_index[id(lin)] = ct.LineageIndex(lin)
-            cs = ct.extract_cases(scores[n], _contested_traces(run, scores[n]), lin, gold,
-                                  lineage_index[id(lin)])
+                lineage_index[id(lin)] = contested_index(lin, *quoted[id(lin)]) \
+                    if isinstance(lin, LineageFile) else ct.LineageIndex(lin)
+            cs = ct.extract_cases(scores[n], held[n], lin, gold, lineage_index[id(lin)])
             per_run_cases[n] = len(cs)
             cases.extend(cs)
+        del held
         buckets: dict[str, int] = {}
         for c in cases:
             buckets[c.rank_bucket] = buckets.get(c.rank_bucket, 0) + 1
@@ -607,7 +664,8 @@ def audit_runs(runs: Sequence[tuple[AuditRun, Lineage]], gold: Gold,
     return result
 
 
-def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[AuditRun, Lineage]],
+def _write_outputs(out: Path, result: AuditResult,
+                   runs: Sequence[tuple[AuditRun, AuditLineage]],
                    gold: Gold, cases: list[ct.ContestedCase], export_trec: bool,
                    on_stage: OnStage | None = None,
                    coded: Mapping[int, CodedLineage] | None = None,
@@ -659,7 +717,8 @@ def _per_query_lines(rs: TraceScores) -> Iterator[str]:
                           "error": "no trace line for this query"}) + "\n"
 
 
-def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, Lineage]], gold: Gold,
+def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLineage]],
+                      gold: Gold,
                       k: int, score_mode: str = "rank",
                       coded: Mapping[int, CodedLineage] | None = None,
                       coded_gold: Mapping[int, CodedGold] | None = None,
@@ -685,7 +744,7 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, Lineage]],
         d = out / _safe_dir(run.name)
         with bulk_build():
             if id(lin) not in coded:
-                coded[id(lin)] = code_lineage(lin)
+                coded[id(lin)] = _coded_lineage(lin)
             cl = coded[id(lin)]
             if id(lin) not in coded_gold:
                 coded_gold[id(lin)] = code_gold(gold, cl)
