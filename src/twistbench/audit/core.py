@@ -65,11 +65,16 @@ from twistbench.audit.traces import (
     Lineage,
     Trace,
     TraceRun,
+    Unusual,
     _open,
+    arrow_available,
     bulk_build,
+    encoded_traces,
+    iter_encoded_chunks,
     iter_trace_chunks,
     read_gold,
     run_name,
+    trace_format,
     trec_id,
     write_trec_qrels,
     write_trec_traces,
@@ -166,13 +171,20 @@ def _score(run: AuditRun, lineage: CodedLineage, gold: CodedGold, k: int | None,
     return rescore(run, lineage, gold, k, variant)
 
 
-def _file_traces(run: TraceFile) -> Iterator[Trace]:
-    """The traces of a file in file order, as read_traces reads them (repeats dropped)."""
+def _file_traces(run: TraceFile, columnar: bool = True) -> Iterator[Trace]:
+    """The traces of a file in file order, as read_traces reads them (repeats dropped). With
+    `columnar` (and pyarrow), read by pyarrow's columns; Unusual, possibly after some traces,
+    when the careful reading must read the file (the caller starts again with columnar=False)."""
+    if columnar and trace_format(Path(run.path), run.fmt) != "trec" and arrow_available():
+        for enc in iter_encoded_chunks(run.path, run.fmt):
+            yield from encoded_traces(enc)
+        return
     for ch in iter_trace_chunks(run.path, run.fmt):
         yield from map(Trace, ch.qids, ch.ids, ch.scores, ch.ks)
 
 
-def _traces_in_order(run: AuditRun, qids: Sequence[str]) -> Iterator[Trace]:
+def _traces_in_order(run: AuditRun, qids: Sequence[str],
+                     columnar: bool = True) -> Iterator[Trace]:
     """The traces of `qids` (each has a trace in the run), in that order. A file streams;
     only the traces read ahead of their turn are held (none when the file is in that order)."""
     if isinstance(run, TraceRun):
@@ -181,7 +193,7 @@ def _traces_in_order(run: AuditRun, qids: Sequence[str]) -> Iterator[Trace]:
     wanted = set(qids)
     ahead: dict[str, Trace] = {}
     pos = 0
-    for t in _file_traces(run):
+    for t in _file_traces(run, columnar):
         if t.query_id not in wanted:
             continue
         ahead[t.query_id] = t
@@ -193,18 +205,21 @@ def _traces_in_order(run: AuditRun, qids: Sequence[str]) -> Iterator[Trace]:
                          expected="a trace file that does not change during the audit")
 
 
-def _contested_traces(run: AuditRun, rs: TraceScores) -> TraceRun:
+def _contested_traces(run: AuditRun, rs: TraceScores, columnar: bool = True) -> TraceRun:
     """The run's traces of its contested queries only, each up to its Canonical first hit
     (the credited memory): all that extract_cases reads."""
     rows = ct.contested_rows(rs).tolist()
     upto = {rs.qids[i]: int(rs.first_hit["can"][i]) for i in rows}
     kept: dict[str, Trace] = {}
     source: Iterable[Trace] = (run.traces[q] for q in upto) if isinstance(run, TraceRun) \
-        else _file_traces(run)
-    for t in source:
-        n = upto.get(t.query_id)
-        if n is not None:
-            kept[t.query_id] = Trace(t.query_id, t.ids[:n], t.scores[:n], t.k)
+        else _file_traces(run, columnar)
+    try:
+        for t in source:
+            n = upto.get(t.query_id)
+            if n is not None:
+                kept[t.query_id] = Trace(t.query_id, t.ids[:n], t.scores[:n], t.k)
+    except Unusual:  # pyarrow left the file to the careful reading
+        return _contested_traces(run, rs, columnar=False)
     return TraceRun(rs.name, run.path, rs.k, kept)
 
 
@@ -764,8 +779,13 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
                 ts = build_targets(cq, cl)
                 eligible[key] = {t: eligible_ids(cq, ts, cl, t) for t in TARGETS}
         files = {"run": str(d / "run.txt")}
-        write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids), repeat(k)),
-                          trec_id(run.name), score_mode=score_mode)
+        try:
+            write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids), repeat(k)),
+                              trec_id(run.name), score_mode=score_mode)
+        except Unusual:  # pyarrow left the file to the careful reading: written again
+            write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids, False),
+                                                 repeat(k)), trec_id(run.name),
+                              score_mode=score_mode)
         for t in TARGETS:
             files[t] = str(d / f"qrels.{t}.txt")
             write_trec_qrels(d / f"qrels.{t}.txt", eligible[key][t])

@@ -642,6 +642,8 @@ class EncodedChunk:
     vocab: list[str]
     errors: dict[str, str]
     kmax: int
+    scores: np.ndarray | None = None  # float64, aligned with ids (None: not read)
+    ks: np.ndarray | None = None  # (Q,) each query's declared k (None: not read)
 
 
 class Unusual(Exception):
@@ -785,16 +787,34 @@ def _encode_batch(batch: Any, pa: Any, pc: Any, null_k: bool) -> EncodedChunk:
     id_col, score_col = res.flatten().flatten()
     if id_col.null_count or score_col.null_count or pc.any(pc.equal(id_col, "")).as_py():
         raise Unusual("id or score")
-    if not np.isfinite(score_col.to_numpy(zero_copy_only=False)).all():
+    scores = score_col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    if not np.isfinite(scores).all():
         raise Unusual("score")
     enc = pc.dictionary_encode(id_col)
     idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     cut = np.minimum(lengths, ks)
     if (cut < lengths).any():  # keep each trace's first k ids
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        idx = idx[np.repeat(starts, cut) + _ranks(cut)]
+        keep = np.repeat(starts, cut) + _ranks(cut)
+        idx, scores = idx[keep], scores[keep]
     return EncodedChunk(qids, cut, idx, enc.dictionary.to_pylist(), errors,
-                        int(ks.max()) if ks.size else 0)
+                        int(ks.max()) if ks.size else 0, scores, ks)
+
+
+def encoded_traces(ch: EncodedChunk) -> Iterator[Trace]:
+    """The traces of an EncodedChunk as read_traces reads them: ids as strings, each cut at
+    its k, a repeated id dropped (the first rank and its score kept)."""
+    ids = np.asarray(ch.vocab, dtype=object)[ch.ids].tolist() if ch.ids.size else []
+    scores = ch.scores.tolist() if ch.scores is not None else [math.nan] * len(ids)
+    ends = np.cumsum(ch.lengths).tolist()
+    ks = ch.ks.tolist() if ch.ks is not None else ch.lengths.tolist()
+    lo = 0
+    for q, hi, k in zip(ch.qids, ends, ks):
+        row, sc = ids[lo:hi], scores[lo:hi]
+        if len(set(row)) != len(row):
+            row, sc, _ = _dedupe(row, sc)
+        yield Trace(q, row, sc, k)
+        lo = hi
 
 
 def _ranks(lengths: np.ndarray) -> np.ndarray:
