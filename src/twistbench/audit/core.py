@@ -72,6 +72,7 @@ from twistbench.audit.traces import (
     encoded_traces,
     iter_encoded_chunks,
     iter_trace_chunks,
+    release_arrow_memory,
     read_gold,
     run_name,
     trace_format,
@@ -167,17 +168,23 @@ def contested_index(lin: LineageFile, memories: set[tuple[str, str]],
 def _score(run: AuditRun, lineage: CodedLineage, gold: CodedGold, k: int | None,
            variant: str) -> TraceScores:
     if isinstance(run, TraceFile):
-        return score_files(run.path, lineage, gold, k, variant, fmt=run.fmt, name=run.name)
+        rs = score_files(run.path, lineage, gold, k, variant, fmt=run.fmt, name=run.name)
+        if arrow_available():
+            release_arrow_memory()  # the file's batches are gone
+        return rs
     return rescore(run, lineage, gold, k, variant)
 
 
-def _file_traces(run: TraceFile, columnar: bool = True) -> Iterator[Trace]:
-    """The traces of a file in file order, as read_traces reads them (repeats dropped). With
-    `columnar` (and pyarrow), read by pyarrow's columns; Unusual, possibly after some traces,
-    when the careful reading must read the file (the caller starts again with columnar=False)."""
+def _file_traces(run: TraceFile, columnar: bool = True,
+                 wanted: set[str] | None = None) -> Iterator[Trace]:
+    """The traces of a file in file order, as read_traces reads them (repeats dropped); with
+    `wanted`, at least those (with pyarrow, only those). With `columnar` (and pyarrow), read
+    by pyarrow's columns; Unusual, possibly after some traces, when the careful reading must
+    read the file (the caller starts again with columnar=False)."""
     if columnar and trace_format(Path(run.path), run.fmt) != "trec" and arrow_available():
         for enc in iter_encoded_chunks(run.path, run.fmt):
-            yield from encoded_traces(enc)
+            yield from encoded_traces(enc, wanted)
+        release_arrow_memory()  # the batches are gone: their buffers must not stay in the peak
         return
     for ch in iter_trace_chunks(run.path, run.fmt):
         yield from map(Trace, ch.qids, ch.ids, ch.scores, ch.ks)
@@ -193,7 +200,7 @@ def _traces_in_order(run: AuditRun, qids: Sequence[str],
     wanted = set(qids)
     ahead: dict[str, Trace] = {}
     pos = 0
-    for t in _file_traces(run, columnar):
+    for t in _file_traces(run, columnar, wanted):
         if t.query_id not in wanted:
             continue
         ahead[t.query_id] = t
@@ -212,7 +219,7 @@ def _contested_traces(run: AuditRun, rs: TraceScores, columnar: bool = True) -> 
     upto = {rs.qids[i]: int(rs.first_hit["can"][i]) for i in rows}
     kept: dict[str, Trace] = {}
     source: Iterable[Trace] = (run.traces[q] for q in upto) if isinstance(run, TraceRun) \
-        else _file_traces(run, columnar)
+        else _file_traces(run, columnar, set(upto))
     try:
         for t in source:
             n = upto.get(t.query_id)

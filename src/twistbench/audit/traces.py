@@ -801,20 +801,31 @@ def _encode_batch(batch: Any, pa: Any, pc: Any, null_k: bool) -> EncodedChunk:
                         int(ks.max()) if ks.size else 0, scores, ks)
 
 
-def encoded_traces(ch: EncodedChunk) -> Iterator[Trace]:
+def encoded_traces(ch: EncodedChunk, wanted: set[str] | None = None) -> Iterator[Trace]:
     """The traces of an EncodedChunk as read_traces reads them: ids as strings, each cut at
-    its k, a repeated id dropped (the first rank and its score kept)."""
-    ids = np.asarray(ch.vocab, dtype=object)[ch.ids].tolist() if ch.ids.size else []
-    scores = ch.scores.tolist() if ch.scores is not None else [math.nan] * len(ids)
-    ends = np.cumsum(ch.lengths).tolist()
+    its k, a repeated id dropped (the first rank and its score kept). wanted: only these
+    queries' traces (the others' ids are never made strings)."""
+    ends = np.cumsum(ch.lengths)
     ks = ch.ks.tolist() if ch.ks is not None else ch.lengths.tolist()
+    scores = ch.scores if ch.scores is not None else np.full(ch.ids.size, math.nan)
+    if wanted is not None:
+        for i in [i for i, q in enumerate(ch.qids) if q in wanted]:
+            lo, hi = int(ends[i] - ch.lengths[i]), int(ends[i])
+            row = [ch.vocab[j] for j in ch.ids[lo:hi].tolist()]
+            yield _trace(ch.qids[i], row, scores[lo:hi].tolist(), ks[i])
+        return
+    ids = np.asarray(ch.vocab, dtype=object)[ch.ids].tolist() if ch.ids.size else []
+    score_list = scores.tolist()
     lo = 0
-    for q, hi, k in zip(ch.qids, ends, ks):
-        row, sc = ids[lo:hi], scores[lo:hi]
-        if len(set(row)) != len(row):
-            row, sc, _ = _dedupe(row, sc)
-        yield Trace(q, row, sc, k)
+    for q, hi, k in zip(ch.qids, ends.tolist(), ks):
+        yield _trace(q, ids[lo:hi], score_list[lo:hi], k)
         lo = hi
+
+
+def _trace(qid: str, ids: list[str], scores: list[float], k: int) -> Trace:
+    if len(set(ids)) != len(ids):
+        ids, scores, _ = _dedupe(ids, scores)
+    return Trace(qid, ids, scores, k)
 
 
 def _ranks(lengths: np.ndarray) -> np.ndarray:
