@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -760,8 +761,9 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
     coded = dict(coded or {})
     coded_gold = dict(coded_gold or {})
     # the eligible ids depend on the store and the scored queries only (gold anchors joined to
-    # the lineage), not on the rankings: runs of one store on the same queries share them
-    eligible: dict[tuple[int, tuple[str, ...]], dict[str, dict[str, list[str]]]] = {}
+    # the lineage), not on the rankings: runs of one store on the same queries share them, so
+    # the first one's qrels files are copied (the ids are not held from run to run)
+    qrels_of: dict[tuple[int, tuple[str, ...]], Path] = {}
     for run, lin in runs:
         d = out / _safe_dir(run.name)
         with bulk_build():
@@ -778,13 +780,20 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
             else:
                 qids = _score(run, cl, cg, k, "standard").qids
             key = (id(lin), tuple(qids))
-            if key not in eligible:
+            if key not in qrels_of:
                 # the gold anchors of the queries, no ranking: empty id lists
                 gidx = np.fromiter(map(cg.index.__getitem__, qids), dtype=np.int64,
                                    count=len(qids))
                 cq = code_rows(qids, [()] * len(qids), gidx, cg, cl, k)
                 ts = build_targets(cq, cl)
-                eligible[key] = {t: eligible_ids(cq, ts, cl, t) for t in TARGETS}
+                for t in TARGETS:
+                    write_trec_qrels(d / f"qrels.{t}.txt", eligible_ids(cq, ts, cl, t))
+                qrels_of[key] = d
+                del cq, ts
+            else:
+                d.mkdir(parents=True, exist_ok=True)
+                for t in TARGETS:
+                    shutil.copyfile(qrels_of[key] / f"qrels.{t}.txt", d / f"qrels.{t}.txt")
         files = {"run": str(d / "run.txt")}
         try:
             write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids), repeat(k)),
@@ -795,7 +804,6 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
                               score_mode=score_mode)
         for t in TARGETS:
             files[t] = str(d / f"qrels.{t}.txt")
-            write_trec_qrels(d / f"qrels.{t}.txt", eligible[key][t])
         written[run.name] = files
     return written
 
