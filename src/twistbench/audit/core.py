@@ -665,7 +665,7 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
             cs = ct.extract_cases(scores[n], held[n], lin, gold, lineage_index[id(lin)])
             per_run_cases[n] = len(cs)
             cases.extend(cs)
-        del held
+        del held, lineage_index  # the quoted rows and traces: not held through the exports
         buckets: dict[str, int] = {}
         for c in cases:
             buckets[c.rank_bucket] = buckets.get(c.rank_bucket, 0) + 1
@@ -704,6 +704,7 @@ def _write_outputs(out: Path, result: AuditResult,
     with _stage(on_stage, "write contested cases + labels template"):
         ct.write_cases(out / files["contested_cases"], cases)
         ct.write_template(out / files["labels_template"], cases)
+        cases.clear()  # written: the cases are not held through the TREC export
     if export_trec:
         files["trec"] = "trec/"
         with _stage(on_stage, "write TREC run + qrels files"):
