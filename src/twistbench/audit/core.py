@@ -150,20 +150,27 @@ def contested_index(lin: LineageFile, memories: set[tuple[str, str]],
     """The LineageIndex of the lineage rows contested cases quote: the credited memories
     (conversation, memory id) and the raw memories of the anchor turns (conversation, turn),
     read from the file in its order (so a turn's text is the first raw memory's, as in the
-    whole index). The file was read and checked once already (its coding)."""
-    rows: list[LineageRow] = []
+    whole index). The file was read and checked once already (its coding). Only those
+    memories and turns are indexed."""
+    index = ct.LineageIndex(Lineage(lin.path, []))
     loads = orjson.loads
-    with _open(Path(lin.path)) as fh:
+    with _open(Path(lin.path)) as fh, bulk_build():
         for line in fh:
             if not line.strip():
                 continue
             obj = loads(line)
             conv = obj.get("conversation", "")
-            if (conv, obj["memory_id"]) in memories or (
-                    obj["raw"] and obj.get("text") and any((conv, a) in turns
-                                                           for a in obj["sources"])):
-                rows.append(LineageRow.model_validate(obj))
-    return ct.LineageIndex(Lineage(lin.path, rows))
+            key = (conv, obj["memory_id"])
+            quoted = key in memories
+            text_of = [(conv, a) for a in obj["sources"] if (conv, a) in turns] \
+                if obj["raw"] and obj.get("text") else []
+            if quoted or text_of:
+                row = LineageRow.model_validate(obj)
+                if quoted:
+                    index.rows[key] = row
+                for turn in text_of:
+                    index.raw_text.setdefault(turn, row.text)
+    return index
 
 
 def _score(run: AuditRun, lineage: CodedLineage, gold: CodedGold, k: int | None,
