@@ -28,7 +28,7 @@ import json
 import math
 import shutil
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from itertools import combinations, repeat
@@ -218,24 +218,6 @@ def _traces_in_order(run: AuditRun, qids: Sequence[str],
     if pos < len(qids):  # the file changed since it was scored
         raise InputError(run.path, f"no trace for query {qids[pos]!r} on a second reading",
                          expected="a trace file that does not change during the audit")
-
-
-def _contested_traces(run: AuditRun, rs: TraceScores, columnar: bool = True) -> TraceRun:
-    """The run's traces of its contested queries only, each up to its Canonical first hit
-    (the credited memory): all that extract_cases reads."""
-    rows = ct.contested_rows(rs).tolist()
-    upto = {rs.qids[i]: int(rs.first_hit["can"][i]) for i in rows}
-    kept: dict[str, Trace] = {}
-    source: Iterable[Trace] = (run.traces[q] for q in upto) if isinstance(run, TraceRun) \
-        else _file_traces(run, columnar, set(upto))
-    try:
-        for t in source:
-            n = upto.get(t.query_id)
-            if n is not None:
-                kept[t.query_id] = Trace(t.query_id, t.ids[:n], t.scores[:n], t.k)
-    except Unusual:  # pyarrow left the file to the careful reading
-        return _contested_traces(run, rs, columnar=False)
-    return TraceRun(rs.name, run.path, rs.k, kept)
 
 
 def _iv(iv: Interval) -> dict[str, Any]:
@@ -654,14 +636,18 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
     with _stage(on_stage, "contested credits"):
         cases: list[ct.ContestedCase] = []
         per_run_cases: dict[str, int] = {}
-        held = {n: _contested_traces(by_name[n][0], scores[n]) for n in names}
-        # what the cases quote from each store: credited memories, raw texts of anchor turns
+        # the credited memory of a case is known from the scoring (TraceScores.credited): no
+        # ranking is read again. What the cases quote from each store: the credited memories
+        # and the raw texts of the anchor turns.
+        memory_ids = {key: cl.memory_ids() for key, cl in coded.items()}
         quoted: dict[int, tuple[set[tuple[str, str]], set[tuple[str, str]]]] = {}
         for n in names:
-            memories, turns = quoted.setdefault(id(by_name[n][1]), (set(), set()))
-            for q, t in held[n].traces.items():
-                g = gold.queries[q]
-                memories.add((g.conversation, t.ids[-1]))
+            key = id(by_name[n][1])
+            memories, turns = quoted.setdefault(key, (set(), set()))
+            rs = scores[n]
+            for i in ct.contested_rows(rs).tolist():
+                g = gold.queries[rs.qids[i]]
+                memories.add((g.conversation, memory_ids[key][int(rs.credited[i])]))
                 turns.update((g.conversation, a) for a in g.anchors)
         lineage_index: dict[int, ct.LineageIndex] = {}
         for n in names:
@@ -669,10 +655,11 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
             if id(lin) not in lineage_index:
                 lineage_index[id(lin)] = contested_index(lin, *quoted[id(lin)]) \
                     if isinstance(lin, LineageFile) else ct.LineageIndex(lin)
-            cs = ct.extract_cases(scores[n], held[n], lin, gold, lineage_index[id(lin)])
+            cs = ct.extract_cases(scores[n], None, lin, gold, lineage_index[id(lin)],
+                                  memory_ids[id(lin)])
             per_run_cases[n] = len(cs)
             cases.extend(cs)
-        del held, lineage_index  # the quoted rows and traces: not held through the exports
+        del lineage_index, memory_ids  # the quoted rows: not held through the exports
         buckets: dict[str, int] = {}
         for c in cases:
             buckets[c.rank_bucket] = buckets.get(c.rank_bucket, 0) + 1
