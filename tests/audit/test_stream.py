@@ -266,3 +266,29 @@ def test_gold_coded_alike_by_both_readers(tmp_path: Path) -> None:
         with pytest.raises(InputError, match="appears twice") as ei:
             read_coded_gold(gp2, cl, columnar=columnar)
         assert ei.value.where == "line 2"
+
+
+def test_audit_streams_files_to_the_outputs_of_runs_in_memory(tmp_path: Path) -> None:
+    """`audit` on files scores each as it streams and reads rankings again only for the
+    contested cases and the TREC export: every output file is byte for byte what audit_runs
+    writes from the same runs read whole. Run B's lines are out of gold order (the export
+    reorders them) and declare a smaller k (it is scored again at the larger one)."""
+    from twistbench.audit.core import audit, audit_runs
+
+    tp, lp, gp = _files(tmp_path)
+    a = read_traces(tp)
+    b_traces = {q: Trace(q, t.ids[::-1][:15], sorted(t.scores)[:15], 15)
+                for q, t in reversed(list(a.traces.items()))}
+    bp = tmp_path / "b.jsonl"
+    write_traces_jsonl(bp, type(a)("b", str(bp), 15, b_traces, dict(a.errors)))
+    streamed = audit([tp, bp], lp, gp, tmp_path / "streamed", names=["a", "b"],
+                     n_resamples=50)
+    lin, gold = read_lineage(lp), read_gold(gp)
+    runs = [(read_traces(tp, name="a"), lin), (read_traces(bp, name="b"), lin)]
+    held = audit_runs(runs, gold, tmp_path / "held", n_resamples=50)
+    assert streamed.config.k == held.config.k == K and streamed.contested["total"] > 0
+    files = sorted(p.relative_to(tmp_path / "held") for p in (tmp_path / "held").rglob("*")
+                   if p.is_file())
+    assert len(files) == 13
+    for f in files:
+        assert (tmp_path / "streamed" / f).read_bytes() == (tmp_path / "held" / f).read_bytes(), f

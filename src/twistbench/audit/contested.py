@@ -84,22 +84,34 @@ class LineageIndex:
                         self.raw_text.setdefault((r.conversation, s), r.text)
 
 
-def extract_cases(scores: TraceScores, run: TraceRun, lineage: Lineage,
-                  gold: Gold, index: LineageIndex | None = None) -> list[ContestedCase]:
+def contested_rows(scores: TraceScores) -> np.ndarray:
+    """Rows of `scores` that are contested credits: on the shared subset, no Raw hit but a
+    Source and a Canonical hit. Only these queries' rankings are needed to extract the cases
+    (up to the Canonical first hit, the credited memory)."""
+    first = scores.first_hit
+    return np.flatnonzero(scores.covered(("raw", "src", "can")) & (first["raw"] == 0)
+                          & (first["src"] != 0) & (first["can"] != 0))
+
+
+def extract_cases(scores: TraceScores, run: TraceRun | None, lineage: Lineage,
+                  gold: Gold, index: LineageIndex | None = None,
+                  memory_ids: Sequence[str] | None = None) -> list[ContestedCase]:
     """Every raw_miss / source_hit / canonical_hit case of one run, in gold query order.
+    `run` needs the traces of the contested queries only (contested_rows), each at least up
+    to its Canonical first hit; with `memory_ids` (the scoring lineage's code -> id) the
+    credited memory is taken from `scores.credited` instead, and `run` is not read.
 
     `index`: the lineage's LineageIndex when the caller has one (built here otherwise)."""
     idx = index if index is not None else LineageIndex(lineage)
     rows, raw_text = idx.rows, idx.raw_text
     first = {t: scores.first_hit[t] for t in ("raw", "src", "can")}
-    contested = (scores.covered(("raw", "src", "can")) & (first["raw"] == 0)
-                 & (first["src"] != 0) & (first["can"] != 0))
     out: list[ContestedCase] = []
-    for i in np.flatnonzero(contested).tolist():
+    for i in contested_rows(scores).tolist():
         qid = scores.qids[i]
         fs, fc = int(first["src"][i]), int(first["can"][i])
         g = gold.queries[qid]
-        mid = run.traces[qid].ids[fc - 1]
+        mid = memory_ids[int(scores.credited[i])] if memory_ids is not None \
+            and scores.credited is not None else run.traces[qid].ids[fc - 1]
         row = rows.get((g.conversation, mid))
         evidence = {a: g.anchor_texts.get(a) or raw_text.get((g.conversation, a), "")
                     for a in g.anchors}

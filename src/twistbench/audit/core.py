@@ -26,41 +26,63 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from itertools import combinations
+from dataclasses import dataclass
+from itertools import combinations, repeat
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import orjson
 
 from twistbench.audit import contested as ct
-from twistbench.audit.metrics import METRICS, VARIANTS, TraceScores, rescore, select_queries
+from twistbench.audit.metrics import (
+    METRICS,
+    VARIANTS,
+    TraceScores,
+    rescore,
+    score_files,
+    select_queries,
+)
 from twistbench.audit.report import render_audit_markdown
 from twistbench.audit.result import AuditConfig, AuditResult
 from twistbench.audit.targets import (
     TARGET_LABELS,
     TARGETS,
+    CodedGold,
     CodedLineage,
     build_targets,
+    code_gold,
     code_lineage,
-    code_queries,
+    code_rows,
     eligible_ids,
+    read_coded_lineage,
 )
 from twistbench.audit.traces import (
     Gold,
     Lineage,
     Trace,
     TraceRun,
+    Unusual,
+    _open,
+    arrow_available,
     bulk_build,
+    encoded_traces,
+    iter_encoded_chunks,
+    iter_trace_chunks,
     read_gold,
-    read_lineage,
-    read_traces,
+    release_arrow_memory,
+    run_name,
+    trace_format,
+    trec_id,
     write_trec_qrels,
-    write_trec_run,
+    write_trec_traces,
 )
 from twistbench.errors import InputError
+from twistbench.model import LineageRow
 from twistbench.stats import (
     CONFIDENCE,
     TIAP_BOOTSTRAP_SEED,
@@ -86,6 +108,118 @@ def _stage(on_stage: OnStage | None, name: str) -> Iterator[None]:
     on_stage(name, time.perf_counter() - t0)
 
 
+@dataclass(frozen=True)
+class TraceFile:
+    """A run left on disk (`twist audit`): scored as its trace file streams, by chunks of
+    queries, keeping per-query results only; what needs rankings again (the contested cases,
+    the TREC run export) streams the file once more. Memory does not grow with the traces."""
+
+    name: str
+    path: str
+    fmt: str | None = None
+
+
+AuditRun = TraceRun | TraceFile  # a run held in memory (native matrix) or a trace file
+
+
+@dataclass(frozen=True, eq=False)
+class LineageFile:
+    """A store's lineage read as integer codes only (`twist audit`): its rows are never held
+    as objects; the contested cases read back the few rows they quote (contested_index)."""
+
+    path: str
+    coded: CodedLineage
+
+
+AuditLineage = Lineage | LineageFile
+
+
+def _stored_memories(lin: AuditLineage) -> int:
+    return len(lin.rows) if isinstance(lin, Lineage) else lin.coded.rows
+
+
+def _coded_lineage(lin: AuditLineage) -> CodedLineage:
+    if isinstance(lin, LineageFile):
+        return lin.coded
+    with bulk_build():
+        return code_lineage(lin)
+
+
+def contested_index(lin: LineageFile, memories: set[tuple[str, str]],
+                    turns: set[tuple[str, str]]) -> ct.LineageIndex:
+    """The LineageIndex of the lineage rows contested cases quote: the credited memories
+    (conversation, memory id) and the raw memories of the anchor turns (conversation, turn),
+    read from the file in its order (so a turn's text is the first raw memory's, as in the
+    whole index). The file was read and checked once already (its coding). Only those
+    memories and turns are indexed."""
+    index = ct.LineageIndex(Lineage(lin.path, []))
+    loads = orjson.loads
+    with _open(Path(lin.path)) as fh, bulk_build():
+        for line in fh:
+            if not line.strip():
+                continue
+            obj = loads(line)
+            conv = obj.get("conversation", "")
+            key = (conv, obj["memory_id"])
+            quoted = key in memories
+            text_of = [(conv, a) for a in obj["sources"] if (conv, a) in turns] \
+                if obj["raw"] and obj.get("text") else []
+            if quoted or text_of:
+                row = LineageRow.model_validate(obj)
+                if quoted:
+                    index.rows[key] = row
+                for turn in text_of:
+                    index.raw_text.setdefault(turn, row.text)
+    return index
+
+
+def _score(run: AuditRun, lineage: CodedLineage, gold: CodedGold, k: int | None,
+           variant: str) -> TraceScores:
+    if isinstance(run, TraceFile):
+        rs = score_files(run.path, lineage, gold, k, variant, fmt=run.fmt, name=run.name)
+        if arrow_available():
+            release_arrow_memory()  # the file's batches are gone
+        return rs
+    return rescore(run, lineage, gold, k, variant)
+
+
+def _file_traces(run: TraceFile, columnar: bool = True,
+                 wanted: set[str] | None = None) -> Iterator[Trace]:
+    """The traces of a file in file order, as read_traces reads them (repeats dropped); with
+    `wanted`, at least those (with pyarrow, only those). With `columnar` (and pyarrow), read
+    by pyarrow's columns; Unusual, possibly after some traces, when the careful reading must
+    read the file (the caller starts again with columnar=False)."""
+    if columnar and trace_format(Path(run.path), run.fmt) != "trec" and arrow_available():
+        for enc in iter_encoded_chunks(run.path, run.fmt):
+            yield from encoded_traces(enc, wanted)
+        release_arrow_memory()  # the batches are gone: their buffers must not stay in the peak
+        return
+    for ch in iter_trace_chunks(run.path, run.fmt):
+        yield from map(Trace, ch.qids, ch.ids, ch.scores, ch.ks)
+
+
+def _traces_in_order(run: AuditRun, qids: Sequence[str],
+                     columnar: bool = True) -> Iterator[Trace]:
+    """The traces of `qids` (each has a trace in the run), in that order. A file streams;
+    only the traces read ahead of their turn are held (none when the file is in that order)."""
+    if isinstance(run, TraceRun):
+        yield from map(run.traces.__getitem__, qids)
+        return
+    wanted = set(qids)
+    ahead: dict[str, Trace] = {}
+    pos = 0
+    for t in _file_traces(run, columnar, wanted):
+        if t.query_id not in wanted:
+            continue
+        ahead[t.query_id] = t
+        while pos < len(qids) and qids[pos] in ahead:
+            yield ahead.pop(qids[pos])
+            pos += 1
+    if pos < len(qids):  # the file changed since it was scored
+        raise InputError(run.path, f"no trace for query {qids[pos]!r} on a second reading",
+                         expected="a trace file that does not change during the audit")
+
+
 def _iv(iv: Interval) -> dict[str, Any]:
     return iv.as_dict()
 
@@ -98,14 +232,14 @@ def _nanmean(x: np.ndarray) -> float:
 # Sections
 
 
-def _run_summary(rs: TraceScores, run: TraceRun, lineage: Lineage) -> dict[str, Any]:
+def _run_summary(rs: TraceScores, run: AuditRun, lineage: AuditLineage) -> dict[str, Any]:
     shared = rs.covered(TARGETS)
     out: dict[str, Any] = {
         "name": rs.name, "traces": run.path, "lineage": lineage.path,
         "k": rs.k, "scored": len(rs.qids), "errors": len(rs.errors),
         "missing": len(rs.missing), "extra_traces": rs.extra_traces,
         "duplicates_dropped": rs.duplicates_dropped, "unknown_ids": rs.unknown_ids,
-        "stored_memories": len(lineage.rows),
+        "stored_memories": _stored_memories(lineage),
         "shared_n": int(shared.sum()),
         "coverage": {}, "full": {}, "shared": {},
     }
@@ -403,20 +537,19 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
     else:
         with _stage(on_stage, "read gold"):
             g = read_gold(gold)
-    with _stage(on_stage, "read lineage"):
-        lineages = [read_lineage(p) for p in lin_paths]
-    runs: list[tuple[TraceRun, Lineage]] = []
-    with _stage(on_stage, "read traces"):
-        for i, p in enumerate(trace_files):
-            run = read_traces(p, name=names[i] if names else None)
-            runs.append((run, lineages[0] if len(lineages) == 1 else lineages[i]))
+    with _stage(on_stage, "read and code lineage"):  # as integer codes, no row objects
+        lineages = [LineageFile(str(p), read_coded_lineage(p)) for p in lin_paths]
+    # the traces are not read here: each run is scored as its file streams (audit_runs)
+    runs = [(TraceFile(names[i] if names else run_name(p), str(p)),
+             lineages[0] if len(lineages) == 1 else lineages[i])
+            for i, p in enumerate(trace_files)]
     return audit_runs(runs, g, out_dir, metric_variant=metric_variant, n_resamples=n_resamples,
                       seed=seed, k=k, confidence=confidence, min_change=min_change,
                       pairs=pairs, groups=groups, labels=labels, export_trec=export_trec,
                       on_stage=on_stage)
 
 
-def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
+def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
                out_dir: str | Path | None = None, *, metric_variant: str = "standard",
                n_resamples: int = TIAP_RESAMPLES, seed: int = TIAP_BOOTSTRAP_SEED,
                k: int | None = None,
@@ -425,7 +558,8 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
                groups: Mapping[str, Sequence[str]] | None = None,
                labels: Sequence[str | Path] = (), export_trec: bool = True,
                on_stage: OnStage | None = None) -> AuditResult:
-    """`audit` on runs already in memory (used by the native matrix)."""
+    """`audit` on runs in memory (the native matrix) or trace files (TraceFile, `audit`):
+    a file is scored as it streams and never held."""
     if metric_variant not in VARIANTS:
         raise InputError("<metric_variant>", f"unknown metric variant {metric_variant!r}",
                          expected=" | ".join(VARIANTS))
@@ -434,18 +568,25 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
     if dup:
         raise InputError(runs[0][0].path, f"run name(s) {sorted(dup)} used twice",
                          expected="distinct run names (pass names=...)")
-    kk = int(k or max((r.k for r, _ in runs), default=60) or 60)
-    cfg = AuditConfig(kk, metric_variant, VARIANTS[metric_variant], n_resamples, seed,
-                      confidence, min_change)
     scores: dict[str, TraceScores] = {}
     coded: dict[int, CodedLineage] = {}
-    with _stage(on_stage, "code lineage + rescore (3 targets x 3 metrics)"):
+    coded_gold: dict[int, CodedGold] = {}
+    with _stage(on_stage, "code lineage + read and rescore traces (3 targets x 3 metrics)"):
         for run, lin in runs:
             key = id(lin)
             if key not in coded:
+                coded[key] = _coded_lineage(lin)
                 with bulk_build():
-                    coded[key] = code_lineage(lin)
-            scores[run.name] = rescore(run, coded[key], gold, kk, metric_variant)
+                    coded_gold[key] = code_gold(gold, coded[key])
+            scores[run.name] = _score(run, coded[key], coded_gold[key], k, metric_variant)
+        # default k: the largest any run declares; a run scored at another k is scored again
+        kk = int(k or max((rs.trace_k for rs in scores.values()), default=0) or 60)
+        for run, lin in runs:
+            if scores[run.name].k != kk:
+                scores[run.name] = _score(run, coded[id(lin)], coded_gold[id(lin)], kk,
+                                          metric_variant)
+    cfg = AuditConfig(kk, metric_variant, VARIANTS[metric_variant], n_resamples, seed,
+                      confidence, min_change)
     by_name = {r.name: (r, lin) for r, lin in runs}
     ordered = [scores[n] for n in names]
 
@@ -495,14 +636,30 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
     with _stage(on_stage, "contested credits"):
         cases: list[ct.ContestedCase] = []
         per_run_cases: dict[str, int] = {}
+        # the credited memory of a case is known from the scoring (TraceScores.credited): no
+        # ranking is read again. What the cases quote from each store: the credited memories
+        # and the raw texts of the anchor turns.
+        memory_ids = {key: cl.memory_ids() for key, cl in coded.items()}
+        quoted: dict[int, tuple[set[tuple[str, str]], set[tuple[str, str]]]] = {}
+        for n in names:
+            key = id(by_name[n][1])
+            memories, turns = quoted.setdefault(key, (set(), set()))
+            rs = scores[n]
+            for i in ct.contested_rows(rs).tolist():
+                g = gold.queries[rs.qids[i]]
+                memories.add((g.conversation, memory_ids[key][int(rs.credited[i])]))
+                turns.update((g.conversation, a) for a in g.anchors)
         lineage_index: dict[int, ct.LineageIndex] = {}
         for n in names:
-            run, lin = by_name[n]
+            lin = by_name[n][1]
             if id(lin) not in lineage_index:
-                lineage_index[id(lin)] = ct.LineageIndex(lin)
-            cs = ct.extract_cases(scores[n], run, lin, gold, lineage_index[id(lin)])
+                lineage_index[id(lin)] = contested_index(lin, *quoted[id(lin)]) \
+                    if isinstance(lin, LineageFile) else ct.LineageIndex(lin)
+            cs = ct.extract_cases(scores[n], None, lin, gold, lineage_index[id(lin)],
+                                  memory_ids[id(lin)])
             per_run_cases[n] = len(cs)
             cases.extend(cs)
+        del lineage_index, memory_ids  # the quoted rows: not held through the exports
         buckets: dict[str, int] = {}
         for c in cases:
             buckets[c.rank_bucket] = buckets.get(c.rank_bucket, 0) + 1
@@ -519,14 +676,17 @@ def audit_runs(runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
                                if k2 != "majority_per_case"}
 
     if out_dir is not None:
-        _write_outputs(Path(out_dir), result, runs, gold, cases, export_trec, on_stage, coded)
+        _write_outputs(Path(out_dir), result, runs, gold, cases, export_trec, on_stage, coded,
+                       coded_gold)
     return result
 
 
-def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun, Lineage]],
+def _write_outputs(out: Path, result: AuditResult,
+                   runs: Sequence[tuple[AuditRun, AuditLineage]],
                    gold: Gold, cases: list[ct.ContestedCase], export_trec: bool,
                    on_stage: OnStage | None = None,
-                   coded: Mapping[int, CodedLineage] | None = None) -> None:
+                   coded: Mapping[int, CodedLineage] | None = None,
+                   coded_gold: Mapping[int, CodedGold] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": "audit.json", "markdown": "audit.md", "per_query": "per_query.jsonl",
              "contested_cases": "contested_cases.jsonl",
@@ -538,10 +698,12 @@ def _write_outputs(out: Path, result: AuditResult, runs: Sequence[tuple[TraceRun
     with _stage(on_stage, "write contested cases + labels template"):
         ct.write_cases(out / files["contested_cases"], cases)
         ct.write_template(out / files["labels_template"], cases)
+        cases.clear()  # written: the cases are not held through the TREC export
     if export_trec:
         files["trec"] = "trec/"
         with _stage(on_stage, "write TREC run + qrels files"):
-            export_trec_files(out / "trec", runs, gold, result.config.k, coded=coded)
+            export_trec_files(out / "trec", runs, gold, result.config.k, coded=coded,
+                              coded_gold=coded_gold, scored=result.scores)
     result.files = files
     with _stage(on_stage, "write audit.json + audit.md"):
         (out / files["json"]).write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True)
@@ -573,42 +735,70 @@ def _per_query_lines(rs: TraceScores) -> Iterator[str]:
                           "error": "no trace line for this query"}) + "\n"
 
 
-def export_trec_files(out: str | Path, runs: Sequence[tuple[TraceRun, Lineage]], gold: Gold,
+def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLineage]],
+                      gold: Gold,
                       k: int, score_mode: str = "rank",
-                      coded: Mapping[int, CodedLineage] | None = None
+                      coded: Mapping[int, CodedLineage] | None = None,
+                      coded_gold: Mapping[int, CodedGold] | None = None,
+                      scored: Mapping[str, TraceScores] | None = None,
                       ) -> dict[str, dict[str, str]]:
     """Per run: trec/<run>/run.txt and qrels.<raw|src|can>.txt (binary, eligible ids only).
 
     ranx or pytrec_eval re-check our numbers from these (with score_mode "rank" the written
     scores are strictly decreasing, so their tie handling cannot reorder the list). Queries
     without any eligible id under a target have no qrels line there (and are not scored).
-    coded: id(lineage) -> its CodedLineage, where the caller has coded it already.
+    coded / coded_gold: id(lineage) -> its CodedLineage / CodedGold, where the caller has them;
+    scored: run name -> its TraceScores (their scored queries are the ones exported). A trace
+    file streams into run.txt (it is not held).
     """
     out = Path(out)
     written: dict[str, dict[str, str]] = {}
     coded = dict(coded or {})
+    coded_gold = dict(coded_gold or {})
     # the eligible ids depend on the store and the scored queries only (gold anchors joined to
-    # the lineage), not on the rankings: runs of one store on the same queries share them
-    eligible: dict[tuple[int, tuple[str, ...]], dict[str, dict[str, list[str]]]] = {}
+    # the lineage), not on the rankings: runs of one store on the same queries share them, so
+    # the first one's qrels files are copied (the ids are not held from run to run)
+    qrels_of: dict[tuple[int, tuple[str, ...]], Path] = {}
     for run, lin in runs:
         d = out / _safe_dir(run.name)
         with bulk_build():
             if id(lin) not in coded:
-                coded[id(lin)] = code_lineage(lin)
+                coded[id(lin)] = _coded_lineage(lin)
             cl = coded[id(lin)]
-            qids = select_queries(run, gold)[0]
+            if id(lin) not in coded_gold:
+                coded_gold[id(lin)] = code_gold(gold, cl)
+            cg = coded_gold[id(lin)]
+            if scored is not None and run.name in scored:
+                qids = scored[run.name].qids
+            elif isinstance(run, TraceRun):
+                qids = select_queries(run, gold)[0]
+            else:
+                qids = _score(run, cl, cg, k, "standard").qids
             key = (id(lin), tuple(qids))
-            cq = code_queries(run, gold, cl, qids, k) if key not in eligible else None
-            trimmed = TraceRun(run.name, run.path, k,
-                               {q: _cut(run.traces[q], k) for q in qids})
-        if cq is not None:
-            ts = build_targets(cq, cl)
-            eligible[key] = {t: eligible_ids(cq, ts, cl, t) for t in TARGETS}
+            if key not in qrels_of:
+                # the gold anchors of the queries, no ranking: empty id lists
+                gidx = np.fromiter(map(cg.index.__getitem__, qids), dtype=np.int64,
+                                   count=len(qids))
+                cq = code_rows(qids, [()] * len(qids), gidx, cg, cl, k)
+                ts = build_targets(cq, cl)
+                for t in TARGETS:
+                    write_trec_qrels(d / f"qrels.{t}.txt", eligible_ids(cq, ts, cl, t))
+                qrels_of[key] = d
+                del cq, ts
+            else:
+                d.mkdir(parents=True, exist_ok=True)
+                for t in TARGETS:
+                    shutil.copyfile(qrels_of[key] / f"qrels.{t}.txt", d / f"qrels.{t}.txt")
         files = {"run": str(d / "run.txt")}
-        write_trec_run(d / "run.txt", trimmed, qids, score_mode=score_mode)
+        try:
+            write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids), repeat(k)),
+                              trec_id(run.name), score_mode=score_mode)
+        except Unusual:  # pyarrow left the file to the careful reading: written again
+            write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids, False),
+                                                 repeat(k)), trec_id(run.name),
+                              score_mode=score_mode)
         for t in TARGETS:
             files[t] = str(d / f"qrels.{t}.txt")
-            write_trec_qrels(d / f"qrels.{t}.txt", eligible[key][t])
         written[run.name] = files
     return written
 

@@ -135,6 +135,10 @@ class TraceScores:
     extra_traces: int = 0  # trace lines for queries not in gold (ignored)
     duplicates_dropped: int = 0
     unknown_ids: int = 0  # retrieved ids that the run's lineage does not list
+    trace_k: int = 0  # the largest k the run's traces declare (0: none declared)
+    # per query, the memory code (CodedLineage) at the Canonical first hit, -1 = none: the
+    # contested cases' credited memory, without the rankings
+    credited: np.ndarray | None = None
 
     def eligible(self, target: str) -> np.ndarray:
         return self.n_rel[target] > 0
@@ -245,6 +249,7 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
     dcg = {t: np.zeros(g, dtype=np.float64) for t in TARGETS}
     errors_all: dict[str, str] = {}
     extra = dropped = unknown = kmax = 0
+    credited = np.full(g, -1, dtype=np.int64)
     seen = np.zeros(g, dtype=bool)  # a query id read twice (checked here for EncodedChunks)
     extra_seen: set[str] = set()
     index = gold.index
@@ -299,6 +304,9 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
         for t in TARGETS:
             n_rel[t][gi] = ts.n_rel[t]
             nhits[t][gi], first[t][gi], dcg[t][gi] = hit_summary(hits[t], variant)
+        fc = first["can"][gi]
+        hit = np.flatnonzero(fc > 0)
+        credited[gi[hit]] = cq.ids[hit, fc[hit] - 1]
     kk = int(k if k is not None else (kmax or 60))
     rows = np.flatnonzero(has_trace)
     qids = [gold.qids[i] for i in rows.tolist()]
@@ -315,4 +323,5 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
     cats = [gold.categories[i] for i in rows.tolist()]
     return TraceScores(name, kk, variant, qids, cats,
                        {t: n_rel[t][rows].astype(np.int64) for t in TARGETS},
-                       scores, first_hit, errors, missing, extra, dropped, unknown)
+                       scores, first_hit, errors, missing, extra, dropped, unknown, kmax,
+                       credited[rows])

@@ -642,6 +642,8 @@ class EncodedChunk:
     vocab: list[str]
     errors: dict[str, str]
     kmax: int
+    scores: np.ndarray | None = None  # float64, aligned with ids (None: not read)
+    ks: np.ndarray | None = None  # (Q,) each query's declared k (None: not read)
 
 
 class Unusual(Exception):
@@ -785,16 +787,45 @@ def _encode_batch(batch: Any, pa: Any, pc: Any, null_k: bool) -> EncodedChunk:
     id_col, score_col = res.flatten().flatten()
     if id_col.null_count or score_col.null_count or pc.any(pc.equal(id_col, "")).as_py():
         raise Unusual("id or score")
-    if not np.isfinite(score_col.to_numpy(zero_copy_only=False)).all():
+    scores = score_col.to_numpy(zero_copy_only=False).astype(np.float64, copy=False)
+    if not np.isfinite(scores).all():
         raise Unusual("score")
     enc = pc.dictionary_encode(id_col)
     idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
     cut = np.minimum(lengths, ks)
     if (cut < lengths).any():  # keep each trace's first k ids
         starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-        idx = idx[np.repeat(starts, cut) + _ranks(cut)]
+        keep = np.repeat(starts, cut) + _ranks(cut)
+        idx, scores = idx[keep], scores[keep]
     return EncodedChunk(qids, cut, idx, enc.dictionary.to_pylist(), errors,
-                        int(ks.max()) if ks.size else 0)
+                        int(ks.max()) if ks.size else 0, scores, ks)
+
+
+def encoded_traces(ch: EncodedChunk, wanted: set[str] | None = None) -> Iterator[Trace]:
+    """The traces of an EncodedChunk as read_traces reads them: ids as strings, each cut at
+    its k, a repeated id dropped (the first rank and its score kept). wanted: only these
+    queries' traces (the others' ids are never made strings)."""
+    ends = np.cumsum(ch.lengths)
+    ks = ch.ks.tolist() if ch.ks is not None else ch.lengths.tolist()
+    scores = ch.scores if ch.scores is not None else np.full(ch.ids.size, math.nan)
+    if wanted is not None:
+        for i in [i for i, q in enumerate(ch.qids) if q in wanted]:
+            lo, hi = int(ends[i] - ch.lengths[i]), int(ends[i])
+            row = [ch.vocab[j] for j in ch.ids[lo:hi].tolist()]
+            yield _trace(ch.qids[i], row, scores[lo:hi].tolist(), ks[i])
+        return
+    ids = np.asarray(ch.vocab, dtype=object)[ch.ids].tolist() if ch.ids.size else []
+    score_list = scores.tolist()
+    lo = 0
+    for q, hi, k in zip(ch.qids, ends.tolist(), ks):
+        yield _trace(q, ids[lo:hi], score_list[lo:hi], k)
+        lo = hi
+
+
+def _trace(qid: str, ids: list[str], scores: list[float], k: int) -> Trace:
+    if len(set(ids)) != len(ids):
+        ids, scores, _ = _dedupe(ids, scores)
+    return Trace(qid, ids, scores, k)
 
 
 def _ranks(lengths: np.ndarray) -> np.ndarray:
@@ -1143,20 +1174,24 @@ def write_trec_run(path: str | Path, run: TraceRun, query_ids: Sequence[str] | N
     """Write a run in TREC format. score_mode "rank" writes k - rank + 1 (strictly decreasing,
     so trec_eval, pytrec_eval and ranx keep exactly our order even where the system tied);
     "original" writes the system's scores."""
+    qids = list(query_ids) if query_ids is not None else list(run.traces)
+    traces = (t for t in map(run.traces.get, qids) if t is not None)
+    return write_trec_traces(path, traces, tag or trec_id(run.name), score_mode)
+
+
+def write_trec_traces(path: str | Path, traces: Iterable[Trace], tag: str,
+                      score_mode: str = "rank") -> int:
+    """Write traces, in the order given, as a TREC run (see write_trec_run); `traces` may be a
+    stream, so a run need not be held to be exported."""
     if score_mode not in ("rank", "original"):
         raise ValueError(f"score_mode {score_mode!r} (expected 'rank' or 'original')")
-    tag = tag or trec_id(run.name)
-    qids = list(query_ids) if query_ids is not None else list(run.traces)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tokens = _TrecTokens()  # each memory id encoded once, not once per line
     rank_tails: dict[int, list[str]] = {}  # list length -> " rank score tag" per rank (rank mode)
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
-        for q in qids:
-            t = run.traces.get(q)
-            if t is None:
-                continue
+        for t in traces:
             size = min(len(t.ids), len(t.scores))
             if not size:
                 continue
@@ -1167,7 +1202,7 @@ def write_trec_run(path: str | Path, run: TraceRun, query_ids: Sequence[str] | N
                 tails = rank_tails[len(t.ids)][:size]
             else:
                 tails = [f" {r} {s!r} {tag}" for r, s in enumerate(t.scores[:size], start=1)]
-            head = f"{trec_id(q)} Q0 "
+            head = f"{trec_id(t.query_id)} Q0 "
             # line = head + token + tail; joined in C (map/join), no Python step per line
             body = ("\n" + head).join(map(operator.add, map(tokens.__getitem__, t.ids[:size]),
                                            tails))
