@@ -122,10 +122,12 @@ class GateReport(_Model):
 
     def detail_lines(self) -> list[str]:
         """One line per check with details (what the table has no room for); the list of
-        non-text feature names is left to the JSON."""
+        non-text feature names is left to the JSON, the fit counts come last."""
         out = []
+        last = ("fits", "nonconverged_fits")
         for c in self.checks:
-            shown = {k: v for k, v in c.details.items() if k != "features"}
+            shown = {k: v for k, v in c.details.items() if k != "features" and k not in last}
+            shown.update((k, c.details[k]) for k in last if k in c.details)
             if shown:
                 out.append(f"{c.id}: " + "; ".join(f"{k.replace('_', ' ')} {_plain(v)}"
                                                    for k, v in shown.items()))
