@@ -69,6 +69,8 @@ def main() -> None:
               f"{statistics.median(cpus):.1f} s; {len(rep.failures())} of "
               f"{sum(c.passed is not None for c in rep.checks)} gates fail")
         print("  " + ", ".join(f"{k.removeprefix('check_')} {v:.1f} s" for k, v in split.items()))
+        if line := rep.nonconverged_line():
+            print("  " + line)
 
 
 if __name__ == "__main__":

@@ -205,3 +205,29 @@ def test_a_bank_line_used_for_one_label_is_still_caught_with_members_given():
                              control=False, members=members)
     assert not check.passed and check.value > 0.9
     assert "twins_kept_out_of_training" not in check.details
+
+
+def test_unconverged_fits_are_counted_inside_a_scope_and_warned_outside():
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    from twistbench.validation.baselines import _fit, count_nonconverged
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(60, 5)), np.array([0, 1] * 30)
+
+    def stopped() -> LogisticRegression:
+        return LogisticRegression(max_iter=1, solver="saga", tol=1e-12, random_state=0)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # any leak fails the test
+        with count_nonconverged() as outer:
+            _fit(stopped(), x, y, x)
+            with count_nonconverged() as inner:
+                _fit(LogisticRegression(), x, y, x)
+    assert (outer.fits, outer.nonconverged) == (2, 1)
+    assert (inner.fits, inner.nonconverged) == (1, 0)
+    with pytest.warns(ConvergenceWarning):  # no scope counts it: it must not vanish
+        _fit(stopped(), x, y, x)

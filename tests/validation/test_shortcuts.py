@@ -154,3 +154,40 @@ def test_measured_with_names_the_battery_revision_and_the_judge_version(monkeypa
     monkeypatch.setattr(shortcuts, "BATTERY_REVISION", "next")
     later = shortcuts.measured_with()
     assert later["judge"] != now["judge"] and later["battery"] != now["battery"]
+
+
+def test_clean_run_counts_its_fits_and_none_is_unconverged(clean):
+    counted = [c for c in clean.checks if "fits" in c.details]
+    assert {c.id for c in counted} == {"A.text", "A.nontext", "B.text", "B.skeleton",
+                                       "find.items", "find.injected"}
+    assert all(c.details["nonconverged_fits"] == 0 for c in counted)
+    assert all(c.details["fits"] > 0 for c in counted if c.id != "B.skeleton")
+    assert clean.check("B.skeleton").details["fits"] == 0  # a lookup table, no sklearn model
+    assert clean.nonconverged_line() == ""
+
+
+def test_unconverged_fits_are_counted_not_warned(monkeypatch, recwarn):
+    """Logistic regressions cut off after one epoch never converge: the caller sees no
+    ConvergenceWarning, each check records how many of its fits stopped, and the rendered report
+    says it in one line."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    from twistbench.validation import baselines
+
+    def one_epoch(n_train: int = 0) -> LogisticRegression:
+        return LogisticRegression(class_weight="balanced", max_iter=1, solver="saga", tol=1e-9,
+                                  random_state=0)
+
+    monkeypatch.setattr(baselines, "_logistic", one_epoch)
+    report = run_gates(synthetic_key(locomo_style=True), control=False)
+    assert not [w for w in recwarn if issubclass(w.category, ConvergenceWarning)]
+    a = report.check("A.text")
+    # two logistic-regression recipes (word, char) x 4 held-out conversations, twice where
+    # contrast twins are kept out (the plain split is measured beside it)
+    assert a.details["nonconverged_fits"] in (8, 16)
+    assert a.details["nonconverged_fits"] < a.details["fits"]  # naive Bayes, the tree converge
+    assert report.check("B.skeleton").details["nonconverged_fits"] == 0  # no model is fitted
+    line = report.nonconverged_line()
+    total = sum(c.details.get("nonconverged_fits", 0) for c in report.checks)
+    assert line.startswith(f"{total} of ") and "A.text" in line and "B.skeleton" not in line

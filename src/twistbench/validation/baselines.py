@@ -18,13 +18,16 @@ training through a vocabulary); TF-IDF weights are fitted on the training folds 
 
 from __future__ import annotations
 
+import warnings
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
 from sklearn.ensemble import HistGradientBoostingClassifier, RandomForestClassifier
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.feature_extraction.text import HashingVectorizer, TfidfTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import balanced_accuracy_score, roc_auc_score
@@ -115,8 +118,47 @@ def balanced_contrast_sets(members: Sequence[str | None], y: np.ndarray
     return [m if m in balanced else None for m in members]
 
 
+@dataclass
+class FitCount:
+    """Fits made inside count_nonconverged(), and how many stopped at max_iter unconverged."""
+
+    fits: int = 0
+    nonconverged: int = 0
+
+
+_counters: list[FitCount] = []
+
+
+@contextmanager
+def count_nonconverged() -> Iterator[FitCount]:
+    """Count the fits (and the unconverged ones) made inside. The battery fits hundreds of models
+    (one per held-out group, per recipe); sklearn's ConvergenceWarning for each would flood the
+    console, so _fit catches it and counts it here instead, for the check to record."""
+    counter = FitCount()
+    _counters.append(counter)
+    try:
+        yield counter
+    finally:
+        _counters.remove(counter)
+
+
 def _fit(model, x_train, y_train, x_test) -> tuple[np.ndarray, np.ndarray]:
-    model.fit(x_train, y_train)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        model.fit(x_train, y_train)
+    unconverged = False
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            unconverged = True
+        else:  # any other warning is not ours to hide
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    for counter in _counters:
+        counter.fits += 1
+        counter.nonconverged += unconverged
+    if unconverged and not _counters:
+        # a fit outside any counting scope: nobody records it, so say it as sklearn would
+        warnings.warn(f"{type(model).__name__} did not converge", ConvergenceWarning,
+                      stacklevel=2)
     return model.predict(x_test), model.predict_proba(x_test)[:, 1]
 
 

@@ -122,10 +122,12 @@ class GateReport(_Model):
 
     def detail_lines(self) -> list[str]:
         """One line per check with details (what the table has no room for); the list of
-        non-text feature names is left to the JSON."""
+        non-text feature names is left to the JSON, the fit counts come last."""
         out = []
+        last = ("fits", "nonconverged_fits")
         for c in self.checks:
-            shown = {k: v for k, v in c.details.items() if k != "features"}
+            shown = {k: v for k, v in c.details.items() if k != "features" and k not in last}
+            shown.update((k, c.details[k]) for k in last if k in c.details)
             if shown:
                 out.append(f"{c.id}: " + "; ".join(f"{k.replace('_', ' ')} {_plain(v)}"
                                                    for k, v in shown.items()))
@@ -190,7 +192,22 @@ class GateReport(_Model):
                   "value in brackets when it differs); C: current-answer rate; D: leak / "
                   "over-block; surface: duplicate share. n: per class. shuffled: the same "
                   "baselines on shuffled labels (chance at this size).")
-        return Group(table, Text(by), Text(legend, style="dim"))
+        parts = [table, Text(by), Text(legend, style="dim")]
+        if line := self.nonconverged_line():
+            parts.append(Text(line, style="yellow"))
+        return Group(*parts)
+
+    def nonconverged_line(self) -> str:
+        """One line for all the baseline fits that stopped at max_iter unconverged (sklearn's
+        ConvergenceWarning, counted per check in details.nonconverged_fits); "" when none did."""
+        counted = [c for c in self.checks if c.details.get("nonconverged_fits")]
+        if not counted:
+            return ""
+        total = sum(c.details["nonconverged_fits"] for c in counted)
+        fits = sum(c.details.get("fits", 0) for c in counted)
+        where = ", ".join(f"{c.id} {c.details['nonconverged_fits']}" for c in counted)
+        return (f"{total} of {fits} baseline fits in these checks stopped at max_iter "
+                f"unconverged ({where}); see details.nonconverged_fits")
 
 
 def _fmt(v: float | None) -> str:

@@ -68,6 +68,7 @@ from twistbench.validation.baselines import (
     Recipe,
     balanced_contrast_sets,
     combined_recipe,
+    count_nonconverged,
     folded,
     hashed_text,
     logo_predict,
@@ -160,27 +161,31 @@ def classifier_check(check_id: str, title: str, recipes: Sequence[Recipe], y: np
                 spans[t].add(str(g))
         if all(len(s) < 2 for s in spans.values()):
             twins = None  # every contrast set lies within one group: the plain split leaks nothing
-    cands = []
-    for r in recipes:
-        raw = score(logo_predict(r, y, groups, twins), y)
-        cands.append(Candidate(model=r.model, features=r.features, value=folded(raw), raw=raw))
-    if twins is not None:
-        plain = [folded(score(logo_predict(r, y, groups), y)) for r in recipes]
-        base.details["twins_kept_out_of_training"] = sum(t is not None for t in twins)
-        base.details["contrast_sets"] = len({t for t in twins if t is not None})
-        base.details["value_with_twins_in_training"] = round(max(plain), 4)
-    best = max(cands, key=lambda c: (c.value, -cands.index(c)))
-    base.value, base.raw = best.value, best.raw
-    base.best = f"{best.model} on {best.features}"
-    base.candidates = cands
-    base.passed = best.value <= threshold
-    if control:
-        # every baseline again on shuffled labels (the max over baselines is what chance gives
-        # the gated value); on thousands of turns that inflation is nil, so the best one only
-        shuffled = np.random.default_rng(seed).permutation(y)
-        again = recipes if len(y) <= CONTROL_ALL_MAX else [recipes[cands.index(best)]]
-        base.control = max(folded(score(logo_predict(r, shuffled, groups, twins), shuffled))
-                           for r in again)
+    # sklearn's ConvergenceWarning, one per unconverged fit, is counted here, not printed
+    with count_nonconverged() as fits:
+        cands = []
+        for r in recipes:
+            raw = score(logo_predict(r, y, groups, twins), y)
+            cands.append(Candidate(model=r.model, features=r.features, value=folded(raw), raw=raw))
+        if twins is not None:
+            plain = [folded(score(logo_predict(r, y, groups), y)) for r in recipes]
+            base.details["twins_kept_out_of_training"] = sum(t is not None for t in twins)
+            base.details["contrast_sets"] = len({t for t in twins if t is not None})
+            base.details["value_with_twins_in_training"] = round(max(plain), 4)
+        best = max(cands, key=lambda c: (c.value, -cands.index(c)))
+        base.value, base.raw = best.value, best.raw
+        base.best = f"{best.model} on {best.features}"
+        base.candidates = cands
+        base.passed = best.value <= threshold
+        if control:
+            # every baseline again on shuffled labels (the max over baselines is what chance gives
+            # the gated value); on thousands of turns that inflation is nil, so the best one only
+            shuffled = np.random.default_rng(seed).permutation(y)
+            again = recipes if len(y) <= CONTROL_ALL_MAX else [recipes[cands.index(best)]]
+            base.control = max(folded(score(logo_predict(r, shuffled, groups, twins), shuffled))
+                               for r in again)
+    base.details["fits"] = fits.fits
+    base.details["nonconverged_fits"] = fits.nonconverged
     return base
 
 
