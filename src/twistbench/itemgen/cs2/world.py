@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
+from twistbench.itemgen import cs_workspace
 from twistbench.itemgen.cs2.banks import Banks, BgThread
 from twistbench.itemgen.cs2.text import fill
 
@@ -55,17 +56,11 @@ class Person:
 
 
 @dataclass
-class Ev:
-    ts: datetime
-    seq: int
-    speaker: str
-    channel: str
-    text: str
-    thread: str
-    crisis: bool = False
-    id: str = ""
-    origin: str = ""  # what made it (bank line ids, or bg:<thread id>); kept out of the key
-    instance: str = ""  # the topic, scenario or subject instance it is about; kept out
+class Ev(cs_workspace.Ev):
+    """A 1.0 workspace event, plus where it came from (kept out of the key)."""
+
+    origin: str = ""  # what made it (bank line ids, or bg:<thread id>)
+    instance: str = ""  # the topic, scenario or subject instance it is about
 
 
 @dataclass
