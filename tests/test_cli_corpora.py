@@ -5,6 +5,7 @@ QA) and `twist trace` (with --conversation), on tiny files in each release forma
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from test_cli import items, twist
@@ -77,6 +78,16 @@ def _assert_qa_titled(console: str, out: Path, corpus: str) -> None:
     assert f"aria-label='{corpus} QA'" in html and f"<th>{corpus}<div" in html
     assert "LoCoMo QA" not in md + html + console and "<th>LoCoMo<" not in html
     assert f'"title": "{corpus} QA"' in js and "LoCoMo QA" not in js
+    # the item browser: its QA track (filter chip, lead noun, the profile's `items →` link) and
+    # the explanation of each score name the corpus and its plain F1, not LoCoMo's official one
+    island = re.search(r"<script type='application/json' id='items-[^']*'>(.*?)</script>", html)
+    assert island is not None
+    items = json.loads(island.group(1))
+    assert items["tracks"] == [corpus] and items["lead"] == {corpus: "Question"}
+    assert {it["t"] for it in items["items"]} == {corpus}
+    assert {r["w"] for it in items["items"] for r in it["r"]} == {
+        "plain token F1 against the gold answer"}
+    assert f"#items?track={corpus}&amp;" in html and "LoCoMo" not in island.group(1)
 
 
 def test_list_names_both_corpora_and_what_they_need() -> None:

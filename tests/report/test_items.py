@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import replace
 
 import pytest
 from toy_systems import FaultyToy, KeywordToy
@@ -125,8 +126,43 @@ def test_item_json_is_compact_and_complete(demo_runs):
     data = json.loads(json.dumps(rep.views(rep.profiles[0]).as_json()))
     assert data["systems"] == ["keyword-toy"] and data["outcomes"] == list(OUTCOMES)
     assert set(data["tracks"]) <= {"LoCoMo", "A online", "A batch", "B", "C", "D"}
+    assert data["tracks"][0] == "LoCoMo" and data["lead"]["LoCoMo"] == "Question"
+    assert set(data["lead"]) == set(data["tracks"])
     ids = [it["i"] for it in data["items"]]
     assert len(ids) == len(set(ids))
     first = data["items"][0]
     assert set(first) == {"i", "t", "f", "c", "q", "g", "gt", "r"}
     assert first["r"][0]["o"] in OUTCOMES
+
+
+@pytest.mark.parametrize("dataset, corpus, scorer", [
+    ("demo", "LoCoMo", "official LoCoMo token F1"),
+    ("locomo", "LoCoMo", "official LoCoMo token F1"),
+    ("longmemeval", "LongMemEval-S", "plain token F1"),
+    ("beam", "BEAM", "plain token F1"),
+])
+def test_qa_items_are_labelled_by_the_corpus_and_scored_in_the_registry_words(
+        demo_runs, dataset, corpus, scorer):
+    """The browser's QA track and its explanations name the run's corpus and the scorer its
+    registry entry names: LongMemEval-S and BEAM questions are not LoCoMo's and their F1 is
+    plain (no category rules)."""
+    from twistbench.datasets.registry import PLAIN_SCORER, REGISTRY
+    from twistbench.report.html import _profile_table
+
+    rep = report_runs([demo_runs / "kw"])
+    runs = [replace(r, dataset=r.dataset.model_copy(update={"name": dataset}))
+            for r in rep.runs_of(rep.profiles[0])]
+    views = build_item_views(runs)
+    data = views.as_json()
+    qa = [it for it in views.items if it.id.startswith("locomo:")]
+    assert qa and {it.track for it in qa} == {corpus}
+    assert data["tracks"][0] == corpus and data["lead"][corpus] == "Question"
+    assert corpus == "LoCoMo" or "LoCoMo" not in data["tracks"] + list(data["lead"])
+    whys = {r.why for it in qa for r in it.results if r.outcome != "n/a"}
+    answerable = {w for w in whys if not w.startswith("category 5")}
+    assert answerable == {f"{scorer} against the gold answer"}
+    if scorer == PLAIN_SCORER:  # the registry's description says the same scorer
+        assert f"QA ({scorer}, evidence recall)" in REGISTRY[dataset].description
+    # the profile's `items →` link of the QA column opens the browser on that track
+    profile = rep.profiles[0].model_copy(update={"dataset": dataset})
+    assert f"#items?track={corpus}&amp;" in _profile_table(profile)

@@ -58,6 +58,11 @@ class DatasetOptions:
     tier: str | None = None  # BEAM tier, e.g. "1M"
 
 
+# How an entry's QA answers are scored, in the words `twist list` and the report use.
+LOCOMO_SCORER = "official LoCoMo token F1"
+PLAIN_SCORER = "plain token F1"  # LoCoMo's single-hop rule for every question (audit_corpus.py)
+
+
 @dataclass(frozen=True)
 class DatasetEntry:
     name: str
@@ -67,6 +72,7 @@ class DatasetEntry:
     audit_only: bool = False  # yields an AuditCorpus (queries for `twist trace`), not a Dataset
     needs_data: bool = False  # reads the benchmark from --data
     input_sha256: Callable[[DatasetOptions], str] | None = None  # of --data, for a QA Dataset
+    qa_scorer: str = LOCOMO_SCORER  # how its QA answers are scored (the description says so too)
 
 
 def _need_locomo(name: str, opts: DatasetOptions) -> Path:
@@ -126,17 +132,18 @@ REGISTRY: dict[str, DatasetEntry] = {
                      lambda o: _with_audit("locomo", "audit-1", o)),
         DatasetEntry("demo", "two tiny built-in conversations, one item of each kind", False,
                      lambda o: demo_dataset()),
-        DatasetEntry("longmemeval", "LongMemEval-S: one haystack per question; QA (plain F1, "
-                     "evidence recall) and retrieval traces (needs --data longmemeval_s.json; "
-                     "--granularity turn|session)", False,
+        DatasetEntry("longmemeval", "LongMemEval-S: one haystack per question; QA "
+                     f"({PLAIN_SCORER}, evidence recall) and retrieval traces (needs --data "
+                     "longmemeval_s.json; --granularity turn|session)", False,
                      lambda o: load_longmemeval(_need_data("longmemeval", o),
                                                 granularity=o.granularity), audit_only=True,
                      needs_data=True,
-                     input_sha256=lambda o: files_sha256([_need_data("longmemeval", o)])),
-        DatasetEntry("beam", "BEAM probing questions; QA (plain F1, evidence recall) and "
-                     "retrieval traces (needs --data a BEAM folder; --tier, e.g. 1M)", False,
+                     input_sha256=lambda o: files_sha256([_need_data("longmemeval", o)]),
+                     qa_scorer=PLAIN_SCORER),
+        DatasetEntry("beam", f"BEAM probing questions; QA ({PLAIN_SCORER}, evidence recall) "
+                     "and retrieval traces (needs --data a BEAM folder; --tier, e.g. 1M)", False,
                      lambda o: load_beam(_need_data("beam", o), tier=o.tier), audit_only=True,
-                     needs_data=True, input_sha256=_beam_sha256),
+                     needs_data=True, input_sha256=_beam_sha256, qa_scorer=PLAIN_SCORER),
     ]
 }
 
@@ -144,6 +151,13 @@ REGISTRY: dict[str, DatasetEntry] = {
 DATASETS: dict[str, DatasetEntry] = dict(REGISTRY)
 
 DEFAULT_DATASET = "twist-cs-2.0"
+
+
+def qa_scorer(dataset_name: str) -> str:
+    """How a dataset's QA answers are scored, as its registry entry says (a key file or a
+    variant such as locomo+audit-1 is LoCoMo-based or LoCoMo-shaped: the official F1)."""
+    entry = REGISTRY.get(dataset_name)
+    return entry.qa_scorer if entry is not None else LOCOMO_SCORER
 
 
 def load_dataset(name_or_path: str, opts: DatasetOptions | None = None) -> Dataset:

@@ -23,7 +23,7 @@ from importlib import metadata, resources
 from typing import Any
 from urllib.parse import quote
 
-from twistbench.report.items import ItemViews
+from twistbench.report.items import ItemViews, column_track
 from twistbench.report.planes import colour, planes
 from twistbench.report.profile import Cell, Column, Profile, answerer_lines
 from twistbench.report.render import judge_line
@@ -61,7 +61,7 @@ def _metric_html(label: str, up: bool, m: Any) -> str:
             f"<b>{m.value:.2f}</b>{ci}</span> <span class='cnt'>{escape(counts(m))}</span></div>")
 
 
-def _cell_html(cell: Cell, col: Column, system: str, judge: str) -> str:
+def _cell_html(cell: Cell, col: Column, system: str, judge: str, dataset: str) -> str:
     if cell.status != "scored" or cell.pair is None:
         return (f"<td class='na' title='{escape(cell.reason or '')}'>N/A"
                 f"<div class='why'>{escape(cell.reason or '')}</div></td>")
@@ -75,8 +75,7 @@ def _cell_html(cell: Cell, col: Column, system: str, judge: str) -> str:
         notes.append(f"<span class='err'>{cell.missing} missing</span>")
     if cell.judged and judge:
         notes.append(f"<span class='judge'>judge {escape(judge)}</span>")
-    track = {"A.online": "A online", "A.batch": "A batch", "locomo": "LoCoMo"}.get(col.key,
-                                                                                   col.key)
+    track = column_track(col.key, dataset)  # the browser's label: the QA track by its corpus
     # each value URL-encoded (a label may hold '&' or '#'), then HTML-escaped for the attribute
     link = (f"#items?track={escape(quote(track, safe=''))}"
             f"&amp;system={escape(quote(system, safe=''))}")
@@ -100,7 +99,8 @@ def _profile_table(profile: Profile) -> str:
     for i, row in enumerate(profile.rows):
         # one judge: named in the column header; judges differing between rows: in each cell
         judge = row.judge.short() if row.judge and not one_judge else ""
-        cells = "".join(_cell_html(row.cells[c.key], c, row.system, judge) for c in cols)
+        cells = "".join(_cell_html(row.cells[c.key], c, row.system, judge, profile.dataset)
+                        for c in cols)
         run = f"<div class='run'>{escape(row.run or '')}</div>" if row.run else ""
         rows.append(f"<tr><th class='sys'><span class='sw' style='background:{colour(i)}'>"
                     f"</span>{escape(row.system)}{run}</th>{cells}</tr>")

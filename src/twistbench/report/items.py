@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from twistbench.contract import Capabilities
+from twistbench.datasets.registry import qa_scorer
 from twistbench.judges.base import Judge
 from twistbench.model import (
     Answer,
@@ -38,13 +39,18 @@ from twistbench.model import (
     QAItem,
     ReversalArc,
     UpdateChain,
+    qa_corpus,
 )
 from twistbench.records import ItemRecord
 from twistbench.tracks import RunScores, a_tension, b_alignment, c_supersession, d_safety, locomo_qa
 from twistbench.tracks.base import TrackResult
 
 OUTCOMES: tuple[str, ...] = ("correct", "partial", "wrong", "error", "missing", "n/a")
-TRACK_LABELS: tuple[str, ...] = ("LoCoMo", "A online", "A batch", "B", "C", "D")
+# The browser's track filter: the QA track is labelled by the run's corpus (`qa_corpus`: LoCoMo,
+# LongMemEval-S, BEAM), then the TWIST tracks; each with the noun that leads an item's detail.
+TWIST_TRACK_LABELS: tuple[str, ...] = ("A online", "A batch", "B", "C", "D")
+_LEADS = {"A online": "Arc", "A batch": "Arc", "B": "Draft", "C": "Query", "D": "Probe"}
+_COLUMN_TRACKS = {"A.online": "A online", "A.batch": "A batch"}
 Turns = list[tuple[str, list[str]]]  # labelled groups of turn ids
 
 
@@ -86,7 +92,7 @@ class Result:
 @dataclass
 class ItemView:
     id: str
-    track: str  # one of TRACK_LABELS
+    track: str  # the QA corpus (ItemViews.qa_track) or one of TWIST_TRACK_LABELS
     family: str
     conversation: str
     title: str  # the draft, query or probe text; for arcs, who reverses on what
@@ -107,11 +113,26 @@ class ItemViews:
     items: list[ItemView]
     turns: dict[str, dict[str, list[Any]]]  # conversation -> turn id -> [speaker, session, text]
     latencies: dict[str, list[int]]  # system -> online detection latencies (sessions)
+    qa_track: str = "LoCoMo"  # the QA items' track label: the corpus they come from
+
+    def track_labels(self) -> list[str]:
+        """The track labels that have items, in report order (QA first)."""
+        return [t for t in (self.qa_track, *TWIST_TRACK_LABELS)
+                if any(i.track == t for i in self.items)]
 
     def as_json(self) -> dict[str, Any]:
-        return {"systems": self.systems, "outcomes": list(OUTCOMES),
-                "tracks": [t for t in TRACK_LABELS if any(i.track == t for i in self.items)],
+        tracks = self.track_labels()
+        leads = {**_LEADS, self.qa_track: "Question"}
+        return {"systems": self.systems, "outcomes": list(OUTCOMES), "tracks": tracks,
+                "lead": {t: leads[t] for t in tracks},
                 "items": [i.as_json() for i in self.items], "turns": self.turns}
+
+
+def column_track(column_key: str, dataset_name: str) -> str:
+    """The browser's track label for a profile column (its `items →` link)."""
+    if column_key == locomo_qa.KEY:
+        return qa_corpus(dataset_name)
+    return _COLUMN_TRACKS.get(column_key, column_key)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -489,10 +510,10 @@ def _d_items(ds: Dataset, runs: list[_Run]) -> list[ItemView]:
 
 
 # ---------------------------------------------------------------------------------------------
-# LoCoMo QA
+# LoCoMo QA (and LongMemEval-S / BEAM questions, scored by the same track)
 
 
-def _qa_result(run: _Run, q: QAItem) -> Result:
+def _qa_result(run: _Run, q: QAItem, scorer: str) -> Result:
     iid = locomo_qa.item_id(q.id)
     blocked = run.blocked(locomo_qa.KEY, q.conversation, iid)
     if blocked:
@@ -505,11 +526,13 @@ def _qa_result(run: _Run, q: QAItem) -> Result:
     if er is not None:
         score += f" · evidence {er:.2f}"
     why = ("category 5: scores 1 only when the answer says the information is not mentioned"
-           if q.category == 5 else "official LoCoMo token F1 against the gold answer")
+           if q.category == 5 else f"{scorer} against the gold answer")
     return _answer_result(answer, outcome, score, why)
 
 
 def _qa_items(ds: Dataset, runs: list[_Run]) -> list[ItemView]:
+    # the dataset registry's own words for the scorer: plain F1 on LongMemEval-S and BEAM
+    scorer, track = qa_scorer(ds.name), qa_corpus(ds.name)
     out = []
     for q in ds.qa:
         if q.excluded:
@@ -518,11 +541,11 @@ def _qa_items(ds: Dataset, runs: list[_Run]) -> list[ItemView]:
         if q.adversarial_answer:
             gold.append(("adversarial answer", q.adversarial_answer))
         out.append(ItemView(
-            id=locomo_qa.item_id(q.id), track="LoCoMo",
+            id=locomo_qa.item_id(q.id), track=track,
             family=locomo_qa.CATEGORY_NAMES.get(q.category, f"category {q.category}"),
             conversation=q.conversation, title=q.question, gold=gold,
             gold_turns=[("evidence", list(q.evidence))] if q.evidence else [],
-            results=[_qa_result(r, q) for r in runs]))
+            results=[_qa_result(r, q, scorer) for r in runs]))
     return out
 
 
@@ -561,7 +584,8 @@ def build_item_views(runs: Sequence[RunData]) -> ItemViews:
             latencies[w.data.name] = [x for s in w.tension_scores("online").values()
                                       for x in s.latencies]
     return ItemViews(systems=[r.name for r in runs], items=items,
-                     turns=_turn_table(ds, items), latencies=latencies)
+                     turns=_turn_table(ds, items), latencies=latencies,
+                     qa_track=qa_corpus(ds.name))
 
 
 def _turn_table(ds: Dataset, items: list[ItemView]) -> dict[str, dict[str, list[Any]]]:

@@ -9,10 +9,6 @@
   };
   var PALETTE = ['#0072B2', '#E69F00', '#009E73', '#D55E00', '#CC79A7', '#56B4E9', '#000000',
     '#F0E442'];
-  var LEAD = {
-    'LoCoMo': 'Question', 'A online': 'Arc', 'A batch': 'Arc', 'B': 'Draft', 'C': 'Query',
-    'D': 'Probe'
-  };
   var ROW_H = 46;
   var browsers = [];
 
@@ -344,7 +340,8 @@
       (this.sel + 1).toLocaleString() + ' / ' + this.rows.length.toLocaleString() + '</span>' +
       '<button data-act="next" title="next (j)">next \u2192</button>' +
       '<a class="permalink" href="#item=' + encodeURIComponent(it.i) + '">link</a></div></div>' +
-      '<div class="lead"><span class="kind">' + esc(LEAD[it.t] || it.t) + '</span>' + esc(it.q) +
+      '<div class="lead"><span class="kind">' + esc(this.data.lead[it.t] || it.t) + '</span>' +
+      esc(it.q) +
       '</div><div class="cards" style="grid-template-columns:repeat(auto-fit,minmax(' +
       (n > 5 ? 200 : 170) + 'px,1fr))">' + cards.join('') + '</div>';
     this.detail.scrollTop = 0;
