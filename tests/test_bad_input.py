@@ -229,6 +229,81 @@ def test_output_paths_that_cannot_be_written(tmp_path, demo_run, trace_dir, case
     assert blocker.read_text() == "I am a file"
 
 
+# Bad input found by a verb that writes into -o (a folder or a file): exit 2, one error line,
+# and neither the -o path nor a folder on the way to it created (not even an empty one).
+# {new}: the -o path, below a folder that does not exist yet; {run}: a good saved run.
+TOY = ["-d", "demo", "-s", "toy_systems:KeywordToy", "--no-progress"]
+NOTHING_WRITTEN_CASES = {
+    # the run folder (and a manifest) used to be written before these were checked
+    "run --conversation": (["run", *TOY, "--conversation", "nope", "-o", "{new}"],
+                           "unknown conversation(s) ['nope']"),
+    "run --track": (["run", *TOY, "--track", "Z", "-o", "{new}"], "unknown track(s) Z"),
+    # the first system used to run (a whole run folder) before the second was found unknown
+    "run, second system unknown": (["run", *TOY, "-s", "nosuch", "-o", "{new}"],
+                                   "unknown system 'nosuch'"),
+    "run --isolate process, second system unknown": (
+        ["run", *TOY, "-s", "nosuch", "--isolate", "process", "-o", "{new}"],
+        "unknown system 'nosuch'"),
+    "run, unknown dataset": (["run", "-d", "nosuch", "-o", "{new}"], "unknown dataset"),
+    # -o used to be written in full before --html was found to collide with it
+    "report --html = -o": (["report", "{run}", "-o", "{new}", "--html", "{new}"],
+                           "collides with what --out writes"),
+    "report --html below a file -o writes": (
+        ["report", "{run}", "-o", "{new}", "--html", "{new}/report.md/page.html"],
+        "collides with what --out writes"),
+    "report --html = a file -o writes": (
+        ["report", "{run}", "-o", "{new}", "--html", "{new}/profile.png"],
+        "collides with what --out writes"),
+    "report, not a run folder": (["report", "{new}.missing", "-o", "{new}"], "no run folder"),
+    "trace --conversation": (["trace", "-d", "demo", "-s", "flat-rag", "--conversation", "nope",
+                              "-o", "{new}"], "unknown conversation(s) ['nope']"),
+    "trace, unknown system": (["trace", "-d", "demo", "-s", "nosuch", "-o", "{new}"],
+                              "unknown system 'nosuch'"),
+    "audit traces, no traces": (["audit", "traces", "{new}.missing", "-o", "{new}"],
+                                "no such trace file or folder"),
+    "audit native, no LoCoMo file": (["audit", "native", "--locomo", "{new}.json", "-o",
+                                      "{new}"], "cannot read the LoCoMo file"),
+    "validate, unknown dataset": (["validate", "nosuch", "-o", "{new}"], "unknown dataset"),
+    "annotate export --track": (["annotate", "export", "demo", "-t", "Z", "-o", "{new}"],
+                                "unknown track 'Z'"),
+    "judge calibrate, unknown dataset": (["judge", "calibrate", "-d", "nosuch", "-o", "{new}"],
+                                         "unknown dataset"),
+    "build cs --seed": (["build", "cs", "--seed", "-1", "-o", "{new}/key.json"],
+                        "expected at least 0"),
+    # used to write an empty predictions file and exit 0
+    "export-predictions, not a run folder": (
+        ["export-predictions", "{new}.missing", "-o", "{new}/p.jsonl"], "no items.jsonl here"),
+}
+
+
+@pytest.mark.parametrize("case", list(NOTHING_WRITTEN_CASES))
+def test_bad_input_creates_no_output_folder(tmp_path, demo_run, case):
+    args, words = NOTHING_WRITTEN_CASES[case]
+    new = tmp_path / "made" / "out"  # "made" does not exist: nothing may create it
+    code, _, err = invoke(*[a.format(new=new, run=demo_run) for a in args])
+    assert_one_line(code, err, words)
+    assert list(tmp_path.iterdir()) == [], "left behind"
+
+
+def test_a_failed_block_removes_only_the_empty_folders_it_created(tmp_path):
+    """The safety net under the verbs: folders created for -o are removed when the command
+    fails and they are empty; a folder that existed, or one holding a file, stays."""
+    from twistbench.cli import _no_empty_folders_left
+
+    old = tmp_path / "old"
+    old.mkdir()
+    empty, kept = tmp_path / "a" / "b", old / "c" / "d"
+    with pytest.raises(KeyError), _no_empty_folders_left(empty, kept, None):
+        (empty / "sub").mkdir(parents=True)
+        kept.mkdir(parents=True)
+        (kept / "written.txt").write_text("x")
+        raise KeyError("late bad input")
+    assert not (tmp_path / "a").exists() and (kept / "written.txt").exists()
+    with _no_empty_folders_left(empty):  # success: nothing removed
+        empty.mkdir(parents=True)
+    assert empty.is_dir()
+
+
 # -- run folders ------------------------------------------------------------------------------
 
 

@@ -83,13 +83,14 @@ from twistbench.report.runs import (
 from twistbench.retrieval import dense
 from twistbench.runs.conform import check_conformance
 from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES
-from twistbench.runs.runner import RunSettings, run_system
+from twistbench.runs.runner import RunSettings, check_selection, run_system
 from twistbench.sanitize import Redactor, plain
 from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
 from twistbench.systems import (
     DEFAULT_SYSTEMS,
     available_systems,
     build_system,
+    check_system,
     declared_name,
     make_system,
     serve_system,
@@ -338,6 +339,31 @@ def _output_dir(path: Path, flag: str) -> Path:
     return path
 
 
+@contextmanager
+def _no_empty_folders_left(*paths: Path | None) -> Iterator[None]:
+    """When the block fails (bad input found late, an interrupt), the folders it created for
+    `paths` are removed again if they are empty: a failed command leaves no empty folder behind.
+    Folders that existed before, and any folder holding a file, are kept."""
+    created = []
+    for path in paths:
+        top = None
+        for p in (path, *path.parents) if path is not None else ():
+            if p.exists():
+                break
+            top = p
+        if top is not None:
+            created.append(top)
+    try:
+        yield
+    except BaseException:
+        for top in created:
+            if top.is_dir():
+                for folder, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+                    with contextlib.suppress(OSError):  # not empty: kept
+                        os.rmdir(folder)
+        raise
+
+
 def _output_file(path: Path, flag: str) -> Path:
     """A file path whose folder is writable and that is not a folder itself."""
     if _stat_path(path, flag).is_dir:
@@ -464,42 +490,48 @@ def run(
                                max_output_bytes=max_output_bytes, workers=workers,
                                retry_errors=retry_errors, embedder=embedder_fp,
                                embedder_id=embedder_id)
-        used: dict[Path, str] = {}
-        for spec, name in zip(systems, labels):
-            # A picklable factory: rebuilds the system after a timeout, or in the child process.
-            factory = functools.partial(build_system, spec, per[spec])
-            if isolate == "process":
-                # the system is built only in the child: the folder follows the name its
-                # class declares (its spec when it declares none)
-                sys_obj = None
-                entry = SYSTEM_REGISTRY.get(spec)
-                gold = bool(entry and entry.gold_channel)
-                default_name = declared_name(spec) or spec
-            else:
-                sys_obj, entry = make_system(spec, per[spec])
-                gold = entry.gold_channel
-                default_name = str(getattr(sys_obj, "name", spec))
-            folder = out / run_folder_name(name or default_name)
-            if folder in used:
-                raise InputError("--system", f"{spec} and {used[folder]} would share the run "
-                                 f"folder {folder}", expected="a --label for each system")
-            used[folder] = spec
-            outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
-                                 gold_channel=gold, settings=settings, judge=judge_obj,
-                                 dataset_source=source, factory=factory, label=name,
-                                 answerer=answerer_obj)
-            record_run_order(out, folder)
-            for line in outcome.notes:
-                err.print(f"note: {plain(line)}", highlight=False)
-            note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} resumed), "
-                    f"{outcome.errors} errors")
-            console.print(f"[bold]{plain(outcome.system)}[/]: {note} -> {plain(folder)}",
-                          highlight=False)
-            if outcome.error_rate > max_error_rate:
-                failed.append(f"{outcome.system}: error rate {outcome.error_rate:.3f} > "
-                              f"{max_error_rate:g}")
-        # the report covers every run under the root, earlier invocations' too (run order)
-        _print_report(find_sources([out]).runs, out)
+        # every selection and system is checked before the first run writes anything
+        check_selection(ds, settings)
+        for spec in systems:
+            check_system(spec, per[spec])
+        with _no_empty_folders_left(out):
+            used: dict[Path, str] = {}
+            for spec, name in zip(systems, labels):
+                # A picklable factory: rebuilds the system after a timeout, or in the child
+                # process.
+                factory = functools.partial(build_system, spec, per[spec])
+                if isolate == "process":
+                    # the system is built only in the child: the folder follows the name its
+                    # class declares (its spec when it declares none)
+                    sys_obj = None
+                    entry = SYSTEM_REGISTRY.get(spec)
+                    gold = bool(entry and entry.gold_channel)
+                    default_name = declared_name(spec) or spec
+                else:
+                    sys_obj, entry = make_system(spec, per[spec])
+                    gold = entry.gold_channel
+                    default_name = str(getattr(sys_obj, "name", spec))
+                folder = out / run_folder_name(name or default_name)
+                if folder in used:
+                    raise InputError("--system", f"{spec} and {used[folder]} would share the "
+                                     f"run folder {folder}", expected="a --label for each system")
+                used[folder] = spec
+                outcome = run_system(ds, sys_obj, folder, spec=spec, options=per[spec],
+                                     gold_channel=gold, settings=settings, judge=judge_obj,
+                                     dataset_source=source, factory=factory, label=name,
+                                     answerer=answerer_obj)
+                record_run_order(out, folder)
+                for line in outcome.notes:
+                    err.print(f"note: {plain(line)}", highlight=False)
+                note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} "
+                        f"resumed), {outcome.errors} errors")
+                console.print(f"[bold]{plain(outcome.system)}[/]: {note} -> {plain(folder)}",
+                              highlight=False)
+                if outcome.error_rate > max_error_rate:
+                    failed.append(f"{outcome.system}: error rate {outcome.error_rate:.3f} > "
+                                  f"{max_error_rate:g}")
+            # the report covers every run under the root, earlier invocations' too (run order)
+            _print_report(find_sources([out]).runs, out)
     except InputError as exc:
         _fail_input(exc)
     if failed:
@@ -585,6 +617,22 @@ def _emit_report(rep, out: Path | None, fmt: str,  # noqa: ANN001 - RunsReport
         rep.print(console, written=[str(w) for w in written])
 
 
+def _check_report_paths(out: Path, html: Path) -> None:
+    """--html must not collide with what -o writes (found only when writing, after -o has been
+    written): not the folder itself or a folder above it, not one of its files (report.html
+    aside: the same page) and not below one of them."""
+    out_abs, html_abs = out.resolve(), html.resolve()
+    inside = html_abs.relative_to(out_abs).parts if html_abs.is_relative_to(out_abs) else ()
+    first = inside[0] if inside else ""
+    written = first in ("report.md", "report.json") or (
+        first.startswith("profile") and first.endswith(".png"))  # profile.png, profile2.png...
+    if (html_abs == out_abs or out_abs.is_relative_to(html_abs) or written
+            or (first == "report.html" and len(inside) > 1)):
+        raise InputError(str(html), f"collides with what --out writes in {out}", field="html",
+                         expected="a file outside --out, or report.html in it (written there "
+                         "anyway)")
+
+
 def _html(rep) -> str:  # noqa: ANN001 - RunsReport
     names = ", ".join(dict.fromkeys(p.dataset for p in rep.profiles))
     return render_html(rep, title=f"twistbench report — {names}" if names else
@@ -617,8 +665,12 @@ def report(
             _output_dir(out, "--out")
         if html is not None:
             _output_file(html, "--html")
+        if out is not None and html is not None:
+            _check_report_paths(out, html)
         src = find_sources(runs)
-        _print_report(src.runs, out, format, locomo, html=html, labels=label, audits=src.audits)
+        with _no_empty_folders_left(out, html.parent if html is not None else None):
+            _print_report(src.runs, out, format, locomo, html=html, labels=label,
+                          audits=src.audits)
     except InputError as exc:
         _fail_input(exc)
 
@@ -999,9 +1051,10 @@ def validate(
             for line in rep.detail_lines() + notes:
                 console.print(line, markup=False, highlight=False)
         else:
-            rep = validate_dataset(ds, out, write_filtered=write_filtered,
-                                   include_heuristic=with_heuristic, progress=progress,
-                                   dataset_source=source)
+            with _no_empty_folders_left(out):
+                rep = validate_dataset(ds, out, write_filtered=write_filtered,
+                                       include_heuristic=with_heuristic, progress=progress,
+                                       dataset_source=source)
             console.print(render_validation_markdown(rep), markup=False, highlight=False)
     except InputError as exc:
         _fail_input(exc)
@@ -1047,7 +1100,7 @@ def trace(
             ds, _ = _dataset(dataset or "locomo", locomo, errata, False)
         sys_obj, _ = make_system(system, per[system])
         out = _output_dir(out, "--out")
-        with _trace_progress(progress) as on_conversation:
+        with _no_empty_folders_left(out), _trace_progress(progress) as on_conversation:
             rep = write_traces(sys_obj, ds, out, k=k, timeout_s=timeout,
                                conversations=conversation, redactor=_redactor,
                                on_conversation=on_conversation)
@@ -1132,10 +1185,12 @@ def audit_traces(
         err.print(f"profile: {stage}: {seconds:.2f} s", markup=False, highlight=False)
 
     try:
-        res = audit(traces, lineage=(lineage[0] if lineage and len(lineage) == 1 else lineage),
-                    gold=gold, out_dir=out, metric_variant=metric_variant, n_resamples=resamples,
-                    seed=seed, k=k, groups=groups or None, labels=labels or (),
-                    on_stage=on_stage if profile else None)
+        with _no_empty_folders_left(out):
+            res = audit(traces,
+                        lineage=(lineage[0] if lineage and len(lineage) == 1 else lineage),
+                        gold=gold, out_dir=out, metric_variant=metric_variant,
+                        n_resamples=resamples, seed=seed, k=k, groups=groups or None,
+                        labels=labels or (), on_stage=on_stage if profile else None)
     except InputError as exc:
         _fail_input(exc)
     t0 = time.perf_counter()
@@ -1169,9 +1224,10 @@ def audit_native(
             _at_least(m, 1, "--max-facts")
         _use_embedder(embedder)
         out = _output_dir(out, "--out")
-        res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
-                            max_facts=tuple(max_facts or (1, 5, 8)), k=k, n_resamples=resamples,
-                            seed=seed, conversations=conversation)
+        with _no_empty_folders_left(out):
+            res = native_matrix(locomo, out, retrievers=tuple(retriever or ("lexical", "dense")),
+                                max_facts=tuple(max_facts or (1, 5, 8)), k=k,
+                                n_resamples=resamples, seed=seed, conversations=conversation)
     except InputError as exc:
         _fail_input(exc)
     console.print(render_audit_markdown(res.audit), markup=False, highlight=False)

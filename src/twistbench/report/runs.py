@@ -27,6 +27,7 @@ from twistbench.errors import InputError
 from twistbench.judges import judge_from_record
 from twistbench.model import Dataset
 from twistbench.records import (
+    ITEMS,
     MANIFEST,
     ItemRecord,
     charge_ingest_failures,
@@ -340,7 +341,11 @@ def report_runs(folders: list[Path], locomo: Path | None = None, dataset: Datase
 def export_predictions(folder: str | Path, out: str | Path) -> int:
     """Write a run's Track B verdicts in the public TWIST predictions format (one JSON object
     per line: item_id = draft id, aligned, evidence). Returns the number of lines written;
-    failed calls are left out (they are errors, which the format cannot express)."""
+    failed calls are left out (they are errors, which the format cannot express). InputError
+    for a folder without items.jsonl (a typo must not give an empty predictions file)."""
+    if not (Path(folder) / ITEMS).is_file():
+        raise InputError(str(folder), f"no {ITEMS} here", field="run_dir",
+                         expected="a run folder written by `twist run`")
     lines = write_predictions(read_records(folder))
     atomic_write_bytes(out, ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8"))
     return len(lines)

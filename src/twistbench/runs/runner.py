@@ -85,14 +85,26 @@ class RunOutcome:
         return self.errors / self.items if self.items else 0.0
 
 
-def plan_tracks(dataset: Dataset, caps: Capabilities, tracks: Mapping[str, Track],
-                wanted: Sequence[str] | None) -> dict[str, str]:
-    """Which tracks run, and why each other one is N/A."""
-    if wanted is not None:
-        unknown = [t for t in wanted if t not in tracks]
+def check_selection(dataset: Dataset, settings: RunSettings,
+                    tracks: Mapping[str, Track] | None = None) -> None:
+    """InputError for a --track or --conversation the dataset does not have: checked before
+    the run folder is created, so a typo leaves nothing behind."""
+    tracks = tracks if tracks is not None else TRACKS
+    if settings.tracks is not None:
+        unknown = [t for t in settings.tracks if t not in tracks]
         if unknown:
             raise InputError("--track", f"unknown track(s) {', '.join(unknown)}",
                              expected=f"one of {', '.join(tracks)}")
+    if settings.conversations:
+        missing = set(settings.conversations) - {c.id for c in dataset.conversations}
+        if missing:
+            raise InputError("--conversation", f"unknown conversation(s) {sorted(missing)}",
+                             expected=f"ids of {dataset.name}")
+
+
+def plan_tracks(dataset: Dataset, caps: Capabilities, tracks: Mapping[str, Track],
+                wanted: Sequence[str] | None) -> dict[str, str]:
+    """Which tracks run, and why each other one is N/A (the names checked by check_selection)."""
     status: dict[str, str] = {}
     for key, track in tracks.items():
         if wanted is not None and key not in wanted:
@@ -189,6 +201,7 @@ def run_system(
         raise InputError("--retry-errors", "cannot be combined with --force-new",
                          field="retry_errors", expected="one of them")
     tracks = tracks if tracks is not None else TRACKS
+    check_selection(dataset, settings, tracks)
     judge = judge if judge is not None else StructuralJudge()
     answerer = answerer if answerer is not None else ExtractiveAnswerer()
     redactor = Redactor(options or {})
@@ -318,11 +331,6 @@ def _work(dataset: Dataset, caps: Capabilities, settings: RunSettings,
     """(conversation, its tasks in run order) for every conversation the run covers."""
     convs = [c for c in dataset.conversations
              if not settings.conversations or c.id in settings.conversations]
-    if settings.conversations:
-        missing = set(settings.conversations) - {c.id for c in convs}
-        if missing:
-            raise InputError("--conversation", f"unknown conversation(s) {sorted(missing)}",
-                             expected=f"ids of {dataset.name}")
     active = [k for k, v in plan.items() if v == "run"]
     return [(conv, tasks_for(dataset, conv.id, caps, keys=active, tracks=tracks,
                              judge=judge)) for conv in convs]

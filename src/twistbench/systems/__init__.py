@@ -93,6 +93,20 @@ def make_system(spec: str, options: dict[str, str] | None = None
     accepted ones) or a value that does not convert to the annotated type. Only built-in entries
     with gold_channel=True (the oracle) ever receive gold.
     """
+    cls, kwargs, entry, options = _prepare(spec, options)
+    return _construct(cls, kwargs, spec, options), entry
+
+
+def check_system(spec: str, options: dict[str, str] | None = None) -> None:
+    """make_system's checks without building the system (its class resolves, the options
+    convert, an LLM endpoint is configured where needed): `twist run` checks every --system
+    before it runs the first one. InputError as make_system raises it."""
+    _prepare(spec, options)
+
+
+def _prepare(spec: str, options: dict[str, str] | None
+             ) -> tuple[Any, dict[str, Any], SystemEntry, dict[str, str]]:
+    """(class or factory, coerced options, registry entry, the options left) for a spec."""
     options = dict(options or {})
     if spec in REGISTRY and REGISTRY[spec].needs_llm and not is_configured(role="system"):
         raise InputError("--system", f"{spec} needs an LLM endpoint and none is configured",
@@ -105,7 +119,7 @@ def make_system(spec: str, options: dict[str, str] | None = None
         options.pop("url", None)
         kwargs = coerce_options(HttpSystem, options, spec)
         entry = SystemEntry(spec, spec, False, "a system served over the HTTP contract")
-        return _construct(cls, kwargs, spec, options), entry
+        return cls, kwargs, entry, options
     cls = resolve(spec, table=table, group=ENTRY_POINT_GROUP, flag="--system", what="system")
     if spec in REGISTRY:
         entry = REGISTRY[spec]
@@ -113,7 +127,7 @@ def make_system(spec: str, options: dict[str, str] | None = None
         doc = (inspect.getdoc(cls) or "").splitlines()
         entry = SystemEntry(spec, spec, False, doc[0] if doc else "")
     kwargs = coerce_options(cls, options, spec)
-    return _construct(cls, kwargs, spec, options), entry
+    return cls, kwargs, entry, options
 
 
 def _construct(cls: Any, kwargs: dict[str, Any], spec: str, options: dict[str, str]
@@ -304,4 +318,5 @@ def _type_name(ann: Any) -> str:
 
 
 __all__ = ["DEFAULT_SYSTEMS", "ENTRY_POINT_GROUP", "REGISTRY", "SystemEntry", "available_systems",
-           "build_system", "coerce_options", "make_system", "serve_system", "system_options"]
+           "build_system", "check_system", "coerce_options", "make_system", "serve_system",
+           "system_options"]
