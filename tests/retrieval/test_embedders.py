@@ -7,6 +7,7 @@ import hashlib
 import json
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -146,29 +147,63 @@ def _vector(text: str, dim: int = 6) -> list[float]:
 
 class _Endpoint(BaseHTTPRequestHandler):
     """/v1/embeddings with deterministic vectors (sha256 bytes of the text); `mode` scripts
-    failures."""
+    failures, `script` the replies of the next requests one by one (then `mode` again);
+    `delay_s` holds each reply (a first text "slow" holds it twice as long)."""
 
     mode = "ok"
+    script: list[str] = []
     bodies: list[dict] = []
+    delay_s = 0.0
+    in_flight = 0
+    max_in_flight = 0
+    lock = threading.Lock()
 
     def do_POST(self) -> None:  # noqa: N802 - http.server's name
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).bodies.append({**body, "auth": self.headers.get("Authorization")})
-        data = [{"object": "embedding", "index": i, "embedding": _vector(t)}
+        cls = type(self)
+        with cls.lock:
+            cls.bodies.append({**body, "auth": self.headers.get("Authorization")})
+            mode = cls.script.pop(0) if cls.script else cls.mode
+            cls.in_flight += 1
+            cls.max_in_flight = max(cls.max_in_flight, cls.in_flight)
+        try:
+            time.sleep(cls.delay_s * (2 if body["input"][0].startswith("slow") else 1))
+            self._reply(body, mode)
+        finally:
+            with cls.lock:
+                cls.in_flight -= 1
+
+    def _reply(self, body: dict, mode: str) -> None:
+        dim = 5 if mode == "dim5" else 6
+        data = [{"object": "embedding", "index": i, "embedding": _vector(t, dim)}
                 for i, t in enumerate(body["input"])]
         status, reply = 200, {"object": "list", "model": body["model"], "data": data[::-1]}
-        if self.mode == "500":
+        headers = {"Content-Type": "application/json"}
+        if mode == "500":
             status, reply = 500, {"error": {"message": "boom"}}
-        elif self.mode == "short":
+        elif mode == "503":
+            status, reply = 503, {"error": {"message": "overloaded"}}
+        elif mode == "429":
+            status, reply = 429, {"error": {"message": "rate limited"}}
+            headers["Retry-After"] = "7"
+        elif mode == "400":
+            status, reply = 400, {"error": {"message": "bad model"}}
+        elif mode == "hang":
+            time.sleep(1.0)  # past the client's timeout in the tests that use it
+        elif mode == "short":
             reply["data"] = data[:-1]
-        elif self.mode == "nan":
+        elif mode == "nan":
             reply = {"data": [{**d, "embedding": [float("nan")] * 6} for d in data]}
-        raw = b"not json {" if self.mode == "garbage" else json.dumps(reply).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(raw)))
-        self.end_headers()
-        self.wfile.write(raw)
+        raw = b"not json {" if mode == "garbage" else json.dumps(reply).encode()
+        try:
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(raw)))
+            self.end_headers()
+            self.wfile.write(raw)
+        except OSError:  # the client gave up waiting (the timeout tests)
+            pass
 
     def log_message(self, *args: object) -> None:
         pass
@@ -176,14 +211,16 @@ class _Endpoint(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Endpoint]]:
-    handler = type("Handler", (_Endpoint,), {"mode": "ok", "bodies": []})
+    handler = type("Handler", (_Endpoint,), {"mode": "ok", "bodies": [], "script": [],
+                                             "lock": threading.Lock()})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     monkeypatch.setenv("TWIST_LLM_BASE_URL", f"http://127.0.0.1:{server.server_port}/v1")
     monkeypatch.setenv("TWIST_LLM_API_KEY", "sk-test")
-    monkeypatch.delenv("TWIST_EMBED_BASE_URL", raising=False)
-    monkeypatch.delenv("TWIST_EMBED_API_KEY", raising=False)
+    for name in ("TWIST_EMBED_BASE_URL", "TWIST_EMBED_API_KEY", "TWIST_EMBED_TIMEOUT_S",
+                 "TWIST_EMBED_CONCURRENCY", "TWIST_EMBED_RETRIES", "TWIST_EMBED_DIM"):
+        monkeypatch.delenv(name, raising=False)
     try:
         yield handler
     finally:
@@ -191,17 +228,26 @@ def endpoint(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_Endpoint]]:
         server.server_close()
 
 
+def _openai(sleeps: list[float] | None = None) -> embedders.OpenAIEmbedder:
+    """openai:toy-embed made active, its backoff waits recorded in `sleeps` instead of slept."""
+    chosen = dense.use_embedder("openai:toy-embed")
+    assert isinstance(chosen, embedders.OpenAIEmbedder)
+    chosen._sleep = (sleeps if sleeps is not None else []).append
+    return chosen
+
+
 def test_openai_embedder_batches_orders_by_index_and_goes_through_the_cache(
         fresh: Path, endpoint: type[_Endpoint]) -> None:
-    chosen = dense.use_embedder("openai:toy-embed")
+    chosen = _openai()
     chosen.batch_size = 2
     texts = [f"text {i}" for i in range(5)]
     got = dense.embed(texts)
     assert np.allclose(got, np.array([_vector(t) for t in texts], dtype=np.float32))
     sent = [b["input"] for b in endpoint.bodies]
-    assert sent[0] == ["dimension"]  # the dimension probe, before the cache is read
-    assert sorted(t for batch in sent[1:] for t in batch) == sorted(texts)
-    assert all(len(batch) <= 2 for batch in sent) and len(sent) == 1 + 3
+    # no request just to learn the dimension: the first real batch tells it
+    assert "dimension" not in str(sent) and chosen.dim == 6
+    assert sorted(t for batch in sent for t in batch) == sorted(texts)
+    assert all(len(batch) <= 2 for batch in sent) and len(sent) == 3
     assert {b["model"] for b in endpoint.bodies} == {"toy-embed"}
     # the endpoint's request size, not the retriever's ONNX batch of 16
     chosen.batch_size = 64
@@ -211,28 +257,134 @@ def test_openai_embedder_batches_orders_by_index_and_goes_through_the_cache(
     assert {b["auth"] for b in endpoint.bodies} == {"Bearer sk-test"}
     assert chosen.model_id().startswith("openai:toy-embed endpoint=http://127.0.0.1:")
     assert "sk-test" not in chosen.model_id() + repr(chosen)
-    # a new process: the disk cache answers every text, only the probe reaches the server
+    # a new process: the disk cache answers every text (its rows tell the dimension), and
+    # nothing reaches the server
     endpoint.bodies.clear()
     dense._cache.clear()
     embcache._shared.clear()
-    dense.use_embedder("openai:toy-embed")
+    again = dense.use_embedder("openai:toy-embed")
     assert np.array_equal(dense.embed(texts), got)
-    assert [b["input"] for b in endpoint.bodies] == [["dimension"]]
+    assert endpoint.bodies == [] and again.known_dim is None
+    # half cached, half new: one request, for the new texts only
+    assert np.allclose(dense.embed(texts + ["new one"])[-1], _vector("new one"))
+    assert [b["input"] for b in endpoint.bodies] == [["new one"]]
 
 
 @pytest.mark.parametrize("mode,message", [("500", "HTTP 500"), ("garbage", "malformed reply"),
                                           ("short", "malformed reply"),
-                                          ("nan", "malformed reply")])
+                                          ("nan", "malformed reply"), ("400", "HTTP 400")])
 def test_openai_failures_are_errors_never_zero_vectors(fresh: Path, endpoint: type[_Endpoint],
                                                        mode: str, message: str) -> None:
-    chosen = dense.use_embedder("openai:toy-embed")
-    assert chosen.dim == 6  # probe while the server still answers
+    chosen = _openai()
     endpoint.mode = mode
     with pytest.raises(embedders.EmbeddingError, match=message):
         dense.embed(["never embedded"])
     assert not dense._cache  # nothing stored
     cache = embcache.shared_cache(6)
     assert cache is not None and cache.get_many(chosen.model_id(), ["never embedded"]) == {}
+    # a 5xx is tried again (OPENAI_RETRIES times); a 400 or a malformed reply is not
+    assert len(endpoint.bodies) == (1 + embedders.OPENAI_RETRIES if mode == "500" else 1)
+
+
+def test_openai_429_then_200_waits_as_retry_after_asks(fresh: Path,
+                                                       endpoint: type[_Endpoint]) -> None:
+    sleeps: list[float] = []
+    _openai(sleeps)
+    endpoint.script = ["429", "ok"]
+    got = dense.embed(TEXTS)
+    assert np.allclose(got, [_vector(t) for t in TEXTS])
+    assert len(endpoint.bodies) == 2 and sleeps == [7.0]  # the server's Retry-After: 7
+
+
+def test_openai_gives_up_after_its_retries_with_backoff(fresh: Path, endpoint: type[_Endpoint],
+                                                        monkeypatch) -> None:
+    monkeypatch.setenv("TWIST_EMBED_RETRIES", "2")
+    sleeps: list[float] = []
+    _openai(sleeps)
+    endpoint.mode = "503"
+    with pytest.raises(embedders.EmbeddingError,
+                       match=r"HTTP 503 .*overloaded.* \(gave up after 3 attempts\)"):
+        dense.embed(TEXTS)
+    assert len(endpoint.bodies) == 3 and not dense._cache
+    # exponential, jittered: 1 s then 2 s, each scaled by a factor in [0.5, 1]
+    assert len(sleeps) == 2 and 0.5 <= sleeps[0] <= 1.0 and 1.0 <= sleeps[1] <= 2.0
+
+
+def test_openai_timeout_is_retried_then_an_error(fresh: Path, endpoint: type[_Endpoint],
+                                                 monkeypatch) -> None:
+    monkeypatch.setenv("TWIST_EMBED_TIMEOUT_S", "0.2")
+    monkeypatch.setenv("TWIST_EMBED_RETRIES", "1")
+    chosen = _openai()
+    assert chosen.timeout_s == 0.2 and chosen.retries == 1
+    endpoint.script = ["hang", "ok"]  # one timeout, then an answer
+    assert np.allclose(dense.embed(["late"]), [_vector("late")])
+    endpoint.mode = "hang"
+    with pytest.raises(embedders.EmbeddingError,
+                       match=r"no reply within 0.2 s \(TWIST_EMBED_TIMEOUT_S\) "
+                             r"\(gave up after 2 attempts\)"):
+        dense.embed(["never"])
+    assert "never" not in dense._cache
+
+
+def test_openai_reply_of_another_dimension_names_what_was_expected(
+        fresh: Path, endpoint: type[_Endpoint], monkeypatch) -> None:
+    _openai()
+    endpoint.script = ["ok", "dim5"]
+    dense.embed(["first"])  # 6 dimensions, learnt from this reply
+    with pytest.raises(embedders.EmbeddingError,
+                       match=r"malformed reply: vectors of 5 dimensions, expected 6 "
+                             r"\(the endpoint's earlier replies\)"):
+        dense.embed(["second"])
+    endpoint.bodies.clear()
+    monkeypatch.setenv("TWIST_EMBED_DIM", "6")  # configured: the very first reply is checked
+    configured = _openai()
+    assert configured.dim == 6 and endpoint.bodies == []  # no request to know it
+    endpoint.script = ["dim5"]
+    with pytest.raises(embedders.EmbeddingError,
+                       match=r"vectors of 5 dimensions, expected 6 \(TWIST_EMBED_DIM\)"):
+        dense.embed(["third"])
+    endpoint.script = ["short"]
+    with pytest.raises(embedders.EmbeddingError,
+                       match="1 vectors for 2 texts, expected one per text"):
+        dense.embed(["fourth", "fifth"])
+
+
+def test_openai_batches_run_concurrently_and_keep_their_order(
+        fresh: Path, endpoint: type[_Endpoint], monkeypatch) -> None:
+    monkeypatch.setenv("TWIST_EMBED_CONCURRENCY", "3")
+    chosen = _openai()
+    chosen.batch_size = 2
+    endpoint.delay_s = 0.2
+    # the batch sent first is answered last ("slow..." holds its reply twice as long)
+    texts = ["slow 0", "slow 1"] + [f"t {i:02d}" for i in range(10)]
+    got = chosen.run(texts)
+    assert np.allclose(got, [_vector(t) for t in texts])  # input order, not arrival order
+    assert len(endpoint.bodies) == 6 and endpoint.max_in_flight == 3
+    # dense.embed sends as many texts per call as the requests in flight can carry
+    endpoint.bodies.clear()
+    dense.embed([f"u {i:02d}" for i in range(12)])
+    assert len(endpoint.bodies) == 6
+
+
+@pytest.mark.parametrize("name,value", [("TWIST_EMBED_CONCURRENCY", "0"),
+                                        ("TWIST_EMBED_TIMEOUT_S", "soon"),
+                                        ("TWIST_EMBED_RETRIES", "-1"),
+                                        ("TWIST_EMBED_DIM", "1.5"),
+                                        ("TWIST_EMBED_TIMEOUT_S", "nan")])
+def test_openai_settings_out_of_range_are_input_errors(fresh: Path, endpoint, monkeypatch,
+                                                       name: str, value: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(InputError, match=name):
+        dense.use_embedder("openai:toy-embed")
+
+
+def test_retry_after_reads_seconds_and_http_dates() -> None:
+    assert embedders.retry_after_s("7") == 7.0
+    assert embedders.retry_after_s(None) is None and embedders.retry_after_s("soon") is None
+    date = "Wed, 02 Dec 2026 05:00:30 GMT"
+    now = 1_796_187_600.0  # 2026-12-02 05:00:00 UTC
+    assert embedders.retry_after_s(date, now=now) == pytest.approx(30.0)
+    assert embedders.retry_after_s(date, now=now + 60) == 0.0  # in the past: no wait
 
 
 def test_openai_without_an_endpoint_is_an_input_error(fresh: Path, monkeypatch) -> None:

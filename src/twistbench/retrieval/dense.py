@@ -195,7 +195,7 @@ def make_embedder(spec: str) -> Embedder:
                             normalize=bool(settings["normalize"]))
     if kind == "openai" and arg:
         base, key = embedders.endpoint_from_env()
-        return embedders.OpenAIEmbedder(arg, base, key)
+        return embedders.OpenAIEmbedder(arg, base, key, **embedders.settings_from_env())  # type: ignore[arg-type]
     raise InputError("--embedder", f"unknown embedder {spec!r}",
                      expected="builtin, onnx:DIR or openai:MODEL")
 
@@ -221,42 +221,69 @@ def _run(texts: list[str]) -> np.ndarray:
     return active().run(texts)
 
 
+def _known_dim(model: Embedder) -> int | None:
+    """The model's dimension without computing anything: an endpoint (openai:) that has not
+    answered yet and has none configured says None."""
+    return model.known_dim if hasattr(model, "known_dim") else model.dim  # type: ignore[attr-defined]
+
+
 def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndarray:
     """Float32 embeddings of the active embedder, shape (len(texts), dim) (unit length for
     the built-in model; 384 dimensions).
 
     Texts are embedded in batches sorted by length (less padding); results come back in input
     order. With cache=True, texts seen before in this process, or stored in the on-disk cache
-    by any run, are not embedded again, and new vectors are stored there.
+    by any run, are not embedded again, and new vectors are stored there. An endpoint whose
+    dimension is not known yet gets it from a stored vector or from its first real batch
+    (never a request of its own).
     """
     global computed_texts, used
     used = True
     n = len(texts)
     model = active()
-    dim = model.dim
-    out = np.zeros((n, dim), dtype=np.float32)
+    known: dict[int, np.ndarray] = {}
     todo: dict[str, list[int]] = {}
     for i, t in enumerate(texts):
         if cache and t in _cache:
-            out[i] = _cache[t]
+            known[i] = _cache[t]
             _cache.move_to_end(t)
         else:
             todo.setdefault(t, []).append(i)
+    # an endpoint's own request size (openai:) beats the local ONNX batch: fewer round trips;
+    # times its concurrency, so that one call keeps that many requests in flight
+    step = (int(getattr(model, "batch_size", batch_size))
+            * int(getattr(model, "concurrency", 1)))
+    uniq = sorted(todo, key=len)
+    dim = _known_dim(model)
+    if dim is None and known:
+        dim = len(next(iter(known.values())))
+    if dim is None and cache and todo:
+        dim = embcache.stored_dim(model.model_id(), uniq)
+    first: tuple[list[str], np.ndarray] | None = None
+    if dim is None:
+        if not uniq:
+            return np.zeros((0, 0), dtype=np.float32)  # nothing asked, nothing known
+        chunk = uniq[:step]
+        first = (chunk, _run(chunk))
+        dim = first[1].shape[1] if first[1].ndim == 2 else 0
+    out = np.zeros((n, dim), dtype=np.float32)
+    for i, v in known.items():
+        out[i] = v
+    done = set(first[0]) if first is not None else set()  # embedded already, to learn dim
     disk = embcache.shared_cache(dim) if cache and todo else None
     if disk is not None:
         try:
-            for t, v in disk.get_many(model.model_id(), list(todo)).items():
+            asked = [t for t in todo if t not in done]
+            for t, v in disk.get_many(model.model_id(), asked).items():
                 for i in todo.pop(t):
                     out[i] = v
                 _cache[t] = v
         except sqlite3.Error as exc:
             disk = _drop_disk_cache(exc, dim)
-    uniq = sorted(todo, key=len)
-    # an endpoint's own request size (openai:) beats the local ONNX batch: fewer round trips
-    step = int(getattr(model, "batch_size", batch_size))
-    for start in range(0, len(uniq), step):
-        chunk = uniq[start:start + step]
-        vecs = _run(chunk)
+    uniq = [t for t in uniq if t in todo and t not in done]
+    chunks = [uniq[start:start + step] for start in range(0, len(uniq), step)]
+    for chunk, vecs in ([first] if first is not None else []) + [(c, None) for c in chunks]:
+        vecs = _run(chunk) if vecs is None else vecs
         if vecs.shape != (len(chunk), dim):
             raise embedders.EmbeddingError(f"{model.model_id()}: {vecs.shape[0]} vectors of "
                                            f"{vecs.shape[-1]} dimensions for {len(chunk)} "
@@ -323,9 +350,9 @@ class DenseRetriever:
         return self.search_many([query], k)[0]
 
     def search_many(self, queries: list[str], k: int) -> list[list[Hit]]:
-        docs = self.matrix()
-        if docs.shape[0] == 0:
+        if not self._docs.ids:  # before matrix(): an empty index needs no dimension
             return [[] for _ in queries]
+        docs = self.matrix()
         qv = embed(list(queries), self.batch_size)
         results: list[list[Hit]] = []
         for start in range(0, len(queries), self.query_chunk):

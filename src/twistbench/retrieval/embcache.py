@@ -156,6 +156,29 @@ _shared: dict[tuple[str, int], EmbeddingCache | None] = {}
 _shared_lock = threading.Lock()
 
 
+def stored_dim(model_id: str, texts: Sequence[str]) -> int | None:
+    """The dimension of a vector stored under model_id for one of these texts (the first
+    _SQL_VARS looked up), from its size; None when none is stored, the cache is off or absent,
+    or it cannot be read. Lets an endpoint whose dimension is not known yet read the cache
+    before its first request (dense.embed); a row of another size then reads as a miss."""
+    path = cache_path_from_env()
+    if path is None or not path.is_file() or not texts:
+        return None
+    keys = [text_key(model_id, t) for t in list(dict.fromkeys(texts))[:_SQL_VARS]]
+    try:
+        conn = open_wal(path, 30.0, "embedding cache")
+        try:
+            row = conn.execute("SELECT length(vector) FROM vectors WHERE key IN "
+                               f"({','.join('?' * len(keys))}) LIMIT 1", keys).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    if row is None or not row[0] or row[0] % 4:
+        return None
+    return int(row[0]) // 4
+
+
 def shared_cache(dim: int) -> EmbeddingCache | None:
     """The process-wide cache for the file TWIST_EMBED_CACHE names (None when 'off', or when
     it cannot be opened: one warning, and embedding goes on without it)."""

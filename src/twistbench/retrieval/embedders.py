@@ -8,16 +8,28 @@ TWIST_LLM_BASE_URL, else OPENAI_BASE_URL; the key likewise (TWIST_EMBED_API_KEY,
 TWIST_LLM_API_KEY, OPENAI_API_KEY). The variables are read here, not through llm/, because
 retrieval sits below llm in ARCHITECTURE.md's layers. A failed request or a reply that is not
 one finite vector per text of one dimension raises EmbeddingError: never a zero vector.
+
+Requests (`OpenAIEmbedder`): batches of OPENAI_BATCH texts, up to TWIST_EMBED_CONCURRENCY (4) of
+them at once, results in input order. HTTP 429, 5xx and timeouts (TWIST_EMBED_TIMEOUT_S, 120 s a
+request) are retried TWIST_EMBED_RETRIES (3) times with exponential backoff (1 s, 2 s, 4 s ...,
+at most 30 s, jittered) or the wait the server's Retry-After asks (at most 60 s); then the
+request fails with EmbeddingError. The dimension is the first reply's, or TWIST_EMBED_DIM when
+set (every reply is checked against it): no request is sent just to learn it.
 """
 
 from __future__ import annotations
 
+import email.utils
 import json
 import math
 import os
+import random
+import threading
+import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -27,7 +39,10 @@ import numpy as np
 from twistbench.errors import InputError
 
 OPENAI_BATCH = 64  # texts per /v1/embeddings request
-OPENAI_TIMEOUT_S = 120.0
+OPENAI_TIMEOUT_S = 120.0  # per request: TWIST_EMBED_TIMEOUT_S
+OPENAI_CONCURRENCY = 4  # requests in flight at once: TWIST_EMBED_CONCURRENCY
+OPENAI_RETRIES = 3  # after the first try, on 429 / 5xx / timeout: TWIST_EMBED_RETRIES
+BACKOFF_S, BACKOFF_MAX_S, RETRY_AFTER_MAX_S = 1.0, 30.0, 60.0
 
 
 class EmbeddingError(RuntimeError):
@@ -122,6 +137,52 @@ def endpoint_from_env(env: Mapping[str, str] | None = None) -> tuple[str, str]:
     return base.rstrip("/"), first("TWIST_EMBED_API_KEY", "TWIST_LLM_API_KEY", "OPENAI_API_KEY")
 
 
+def settings_from_env(env: Mapping[str, str] | None = None) -> dict[str, float | int | None]:
+    """OpenAIEmbedder's keyword settings from TWIST_EMBED_TIMEOUT_S, TWIST_EMBED_CONCURRENCY,
+    TWIST_EMBED_RETRIES and TWIST_EMBED_DIM (unset: the defaults; dim None = learnt from the
+    first reply); InputError naming the variable for a value out of range."""
+    env = os.environ if env is None else env
+
+    def number(name: str, kind: type, low: float, high: float) -> float | int | None:
+        raw = env.get(name, "").strip()
+        if not raw:
+            return None
+        try:
+            value = kind(raw)
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value) or not low <= value <= high:
+            raise InputError(name, f"is {raw!r}", field=name,
+                             expected=f"{'an integer' if kind is int else 'a number'} from "
+                                      f"{low:g} to {high:g}")
+        return value
+
+    timeout = number("TWIST_EMBED_TIMEOUT_S", float, 0.001, 3600)
+    concurrency = number("TWIST_EMBED_CONCURRENCY", int, 1, 64)
+    retries = number("TWIST_EMBED_RETRIES", int, 0, 20)
+    return {"timeout_s": OPENAI_TIMEOUT_S if timeout is None else timeout,
+            "concurrency": OPENAI_CONCURRENCY if concurrency is None else concurrency,
+            "retries": OPENAI_RETRIES if retries is None else retries,
+            "dim": number("TWIST_EMBED_DIM", int, 1, 1 << 16)}
+
+
+def retry_after_s(value: str | None, now: float | None = None) -> float | None:
+    """The wait a Retry-After header asks for, in seconds (delta-seconds or an HTTP date);
+    None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
 def _public_url(url: str) -> str:
     """The URL without credentials, query or fragment (it goes into manifests)."""
     parts = urlsplit(url)
@@ -130,12 +191,24 @@ def _public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
+class _Retryable(Exception):
+    """A failure worth another try (429, 5xx, a timeout); `wait_s` is the server's Retry-After."""
+
+    def __init__(self, message: str, wait_s: float | None = None) -> None:
+        super().__init__(message)
+        self.wait_s = wait_s
+
+
 class OpenAIEmbedder:
-    """An OpenAI-compatible /v1/embeddings endpoint (vLLM, Ollama, TEI), batched. Its vectors
-    are used as the server returns them (no normalisation of ours)."""
+    """An OpenAI-compatible /v1/embeddings endpoint (vLLM, Ollama, TEI), batched, `concurrency`
+    requests at once, failures retried (module docstring). Its vectors are used as the server
+    returns them (no normalisation of ours)."""
 
     def __init__(self, model: str, base_url: str, api_key: str = "", *,
-                 batch_size: int = OPENAI_BATCH, timeout_s: float = OPENAI_TIMEOUT_S) -> None:
+                 batch_size: int = OPENAI_BATCH, timeout_s: float = OPENAI_TIMEOUT_S,
+                 concurrency: int = OPENAI_CONCURRENCY, retries: int = OPENAI_RETRIES,
+                 dim: int | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         if not model:
             raise InputError("--embedder", "openai: without a model name",
                              expected="openai:MODEL")
@@ -144,7 +217,13 @@ class OpenAIEmbedder:
         self._api_key = api_key
         self.batch_size = batch_size
         self.timeout_s = timeout_s
-        self._dim: int | None = None
+        self.concurrency = concurrency
+        self.retries = retries
+        self._configured_dim = dim  # TWIST_EMBED_DIM: every reply must match it
+        self._dim: int | None = dim
+        self._dim_lock = threading.Lock()
+        self._sleep = sleep
+        self.requests = 0  # sent, retries included (tests and diagnostics)
 
     def __repr__(self) -> str:  # never shows the key
         return f"OpenAIEmbedder({self.model!r}, {_public_url(self.base_url)!r})"
@@ -154,17 +233,50 @@ class OpenAIEmbedder:
         return f"openai:{self.model} endpoint={_public_url(self.base_url)}"
 
     @property
+    def known_dim(self) -> int | None:
+        """The dimension if configured or seen in a reply, else None (dense.embed then learns
+        it from the cache or from its first real batch)."""
+        return self._dim
+
+    @property
     def dim(self) -> int:
-        if self._dim is None:  # one request tells the dimension (before the cache is read)
+        if self._dim is None:  # only for a caller that needs it before any text is embedded
             self.run(["dimension"])
         return self._dim  # type: ignore[return-value]
 
     def run(self, texts: list[str]) -> np.ndarray:
-        parts = [self._request(texts[i:i + self.batch_size])
-                 for i in range(0, len(texts), self.batch_size)]
+        batches = [texts[i:i + self.batch_size] for i in range(0, len(texts), self.batch_size)]
+        if len(batches) <= 1 or self.concurrency <= 1:
+            parts = [self._request(b) for b in batches]
+        else:
+            with ThreadPoolExecutor(min(self.concurrency, len(batches)),
+                                    thread_name_prefix="twist-embed") as pool:
+                futures = [pool.submit(self._request, b) for b in batches]
+                try:
+                    parts = [f.result() for f in futures]  # input order, whatever finished first
+                except BaseException:
+                    for f in futures:
+                        f.cancel()  # the first failure ends the call: no more requests
+                    raise
         return np.concatenate(parts) if parts else np.zeros((0, self._dim or 0), np.float32)
 
     def _request(self, texts: list[str]) -> np.ndarray:
+        """One batch, retried on 429 / 5xx / timeouts with backoff; EmbeddingError after the
+        last try or at once for any other failure."""
+        where = self.model_id()
+        for attempt in range(self.retries + 1):
+            try:
+                return self._send(texts)
+            except _Retryable as exc:
+                if attempt == self.retries:
+                    tries = f"{attempt + 1} attempt{'s' if attempt else ''}"
+                    raise EmbeddingError(f"{where}: {exc} (gave up after {tries})") from None
+                backoff = min(BACKOFF_MAX_S, BACKOFF_S * 2 ** attempt) * random.uniform(0.5, 1)
+                wait = backoff if exc.wait_s is None else min(exc.wait_s, RETRY_AFTER_MAX_S)
+                self._sleep(wait)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _send(self, texts: list[str]) -> np.ndarray:
         url = f"{self.base_url}/embeddings"
         headers = {"Content-Type": "application/json"}
         if self._api_key:
@@ -172,20 +284,30 @@ class OpenAIEmbedder:
         body = json.dumps({"model": self.model, "input": texts}).encode("utf-8")
         req = urllib.request.Request(url, data=body, headers=headers, method="POST")
         where = f"{self.model_id()}"
+        self.requests += 1
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:  # noqa: S310
                 raw = resp.read()
         except urllib.error.HTTPError as exc:
             detail = exc.read(200).decode("utf-8", "replace").strip()
+            if exc.code == 429 or 500 <= exc.code <= 599:
+                raise _Retryable(f"HTTP {exc.code} {detail}",
+                                 retry_after_s(exc.headers.get("Retry-After"))) from None
             raise EmbeddingError(f"{where}: HTTP {exc.code} {detail}") from None
+        except TimeoutError:
+            raise _Retryable(f"no reply within {self.timeout_s:g} s (TWIST_EMBED_TIMEOUT_S)") \
+                from None
         except (urllib.error.URLError, OSError) as exc:
+            if isinstance(getattr(exc, "reason", None), TimeoutError):
+                raise _Retryable(f"no reply within {self.timeout_s:g} s "
+                                 "(TWIST_EMBED_TIMEOUT_S)") from None
             raise EmbeddingError(f"{where}: request failed: {exc}") from None
         try:
             reply = json.loads(raw)
             rows = reply["data"]
             if not isinstance(rows, list) or len(rows) != len(texts):
                 raise ValueError(f"{len(rows) if isinstance(rows, list) else 'no'} vectors "
-                                 f"for {len(texts)} texts")
+                                 f"for {len(texts)} texts, expected one per text")
             # OpenAI's reply carries each vector's input index; order by it when present.
             if all(isinstance(r, dict) and isinstance(r.get("index"), int) for r in rows):
                 rows = sorted(rows, key=lambda r: r["index"])
@@ -202,8 +324,12 @@ class OpenAIEmbedder:
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise EmbeddingError(f"{where}: malformed reply: {exc}") from None
         out = np.asarray(vectors, dtype=np.float32)
-        if self._dim is None:
-            self._dim = out.shape[1]
-        elif out.shape[1] != self._dim:
-            raise EmbeddingError(f"{where}: {out.shape[1]} dimensions, earlier {self._dim}")
+        with self._dim_lock:
+            if self._dim is None:
+                self._dim = out.shape[1]
+        if out.shape[1] != self._dim:
+            source = ("TWIST_EMBED_DIM" if self._configured_dim is not None
+                      else "the endpoint's earlier replies")
+            raise EmbeddingError(f"{where}: malformed reply: vectors of {out.shape[1]} "
+                                 f"dimensions, expected {self._dim} ({source})")
         return out
