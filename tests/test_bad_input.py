@@ -245,6 +245,10 @@ NOTHING_WRITTEN_CASES = {
         ["run", *TOY, "-s", "nosuch", "--isolate", "process", "-o", "{new}"],
         "unknown system 'nosuch'"),
     "run, unknown dataset": (["run", "-d", "nosuch", "-o", "{new}"], "unknown dataset"),
+    # two specs of one class (one name, one folder): used to be found after the first ran
+    "run, two systems sharing a folder": (
+        ["run", *TOY, "-s", str(Path(__file__).parent / "toy_systems.py") + ":KeywordToy",
+         "-o", "{new}"], "would share the run folder"),
     # -o used to be written in full before --html was found to collide with it
     "report --html = -o": (["report", "{run}", "-o", "{new}", "--html", "{new}"],
                            "collides with what --out writes"),

@@ -494,6 +494,7 @@ def run(
         check_selection(ds, settings)
         for spec in systems:
             check_system(spec, per[spec])
+        _refuse_shared_folders(out, systems, labels)
         with _no_empty_folders_left(out):
             used: dict[Path, str] = {}
             for spec, name in zip(systems, labels):
@@ -571,6 +572,19 @@ def _refuse_repeated_labels(labels: list[str] | None) -> None:
         if x in seen:
             raise InputError("--label", f"label {x!r} given twice", expected="distinct labels")
         seen.add(x)
+
+
+def _refuse_shared_folders(out: Path, systems: list[str], labels: list[str | None]) -> None:
+    """Two systems whose run folders would be one (their labels, else the names their classes
+    declare), refused before the first runs; the run loop checks again by the built systems'
+    names."""
+    seen: dict[Path, str] = {}
+    for spec, name in zip(systems, labels):
+        folder = out / run_folder_name(name or declared_name(spec) or spec)
+        if folder in seen:
+            raise InputError("--system", f"{spec} and {seen[folder]} would share the run "
+                             f"folder {folder}", expected="a --label for each system")
+        seen[folder] = spec
 
 
 def run_folder_name(name: str) -> str:
