@@ -10,7 +10,10 @@ itself also tries non-text and combined recipes and takes the strongest; text is
 (`benchmarks/locomo2_gate_diagnosis.py`, part 3). Prints, per gate, the strongest recipe's AUC
 (folded) overall and restricted to each conversation (scores of the model that did not see it),
 then for the named conversations the turns the model finds most "ours" / most "item", and the
-word 1-2-grams whose document frequency differs most between the two sides.
+word 1-2-grams whose document frequency differs most between the two sides. For find.injected
+it also splits our turns in two: item turns vs LoCoMo's, and our non-item turns (chat written in
+the register, distractors) vs LoCoMo's, so the share of the signal that is item content and the
+share that is authorship shows.
 """
 
 from __future__ import annotations
@@ -78,6 +81,16 @@ def main() -> None:
             value, label, score = max(((auc(y, s), lab, s) for lab, s in runs),
                                       key=lambda t: t[0])
         per = "  ".join(f"{g}:{auc(y[groups == g], score[groups == g]):.3f}" for g in folds)
+        if gate == "find.injected":
+            scored = np.isin(groups, folds)
+            mine = y == 1
+            is_item = np.array([k in items for k in key])
+            split = []
+            for name, side in (("item turns", mine & is_item), ("non-item turns", mine & ~is_item)):
+                keep = scored & (side | ~mine)
+                split.append(f"{name} ({int((keep & mine).sum())}) "
+                             f"{auc(y[keep], score[keep]):.3f}")
+            per += "\n  ours vs LoCoMo's, split: " + "; ".join(split)
         scope = "named conversations only" if args.only else "whole key"
         print(f"{gate} {value:.3f} ({scope}; gate <= {limit:.2f}; strongest text recipe: "
               f"{label}; {int(y.sum())} of {len(y)} turns marked)\n  per conversation: {per}")
