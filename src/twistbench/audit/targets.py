@@ -247,11 +247,13 @@ class IdTable:
             pos[pending] += 1
         return out
 
-    def strings(self) -> list[str]:
-        """Entry -> id, as strings (built on demand)."""
+    def strings(self, entries: np.ndarray | None = None) -> list[str]:
+        """The ids of `entries` (all, in entry order, by default) as strings."""
         raw = self.data.tobytes()
+        start, length = (self.start, self.length) if entries is None else \
+            (self.start[entries], self.length[entries])
         return [raw[s:s + n].decode("utf-8", "surrogatepass")
-                for s, n in zip(self.start.tolist(), self.length.tolist())]
+                for s, n in zip(start.tolist(), length.tolist())]
 
     def string(self, e: int) -> str:
         s, n = int(self.start[e]), int(self.length[e])
@@ -505,34 +507,86 @@ def read_coded_lineage(path: str | Path, columnar: bool = True) -> CodedLineage:
 
 @dataclass
 class CodedGold:
-    """Gold queries coded against one store: conversation codes and anchor keys (CSR)."""
+    """Gold queries coded against one store: the query ids as bytes (an IdTable whose entries
+    are the gold indices, all of conversation 0; no Python object per query), conversation
+    codes, category codes and anchor keys (CSR)."""
 
-    qids: list[str]  # gold order
-    index: dict[str, int]  # query id -> gold index
+    ids: IdTable  # entry = gold index (gold order)
     conv: np.ndarray  # (G,) conversation code (CodedLineage.conv_code)
-    categories: list[str]
+    category_code: np.ndarray  # (G,) index into category_names
+    category_names: list[str]
     anchor_off: np.ndarray  # (G + 1,) query g's anchor keys are anchor_key[off[g]:off[g + 1]]
     anchor_key: np.ndarray  # anchors that some memory derives from, one per (query, anchor)
+
+    @property
+    def n(self) -> int:
+        return int(self.ids.length.size)
+
+    def rows(self, qids: Sequence[str]) -> np.ndarray:
+        """The gold index of each query id, -1 where gold has no such query."""
+        data, start, length = utf8_columns(qids)
+        return self.ids.lookup(np.zeros(length.size, dtype=np.int64), data, start, length)
+
+    def query_ids(self, rows: np.ndarray) -> list[str]:
+        return self.ids.strings(rows)
+
+    def categories_of(self, rows: np.ndarray) -> list[str]:
+        names = self.category_names
+        return [names[c] for c in self.category_code[rows].tolist()]
+
+    @functools.cached_property
+    def qids(self) -> list[str]:
+        """The query ids in gold order (built on demand)."""
+        return self.ids.strings()
+
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        """Query id -> gold index (built on demand; the scoring uses `rows`)."""
+        return dict(zip(self.qids, range(self.n)))
+
+    @functools.cached_property
+    def categories(self) -> list[str]:
+        return self.categories_of(np.arange(self.n))
 
 
 class GoldCoder:
     def __init__(self, lineage: CodedLineage) -> None:
         self.lineage = lineage
-        self.qids: list[str] = []
+        self.n = 0
         self.conv = array("i")
-        self.cats: list[str] = []
-        self.cat_cache: dict[str, str] = {}
+        self.cats = array("i")
+        self.cat_code: dict[str, int] = {}
         self.q_of_anchor = array("q")
         self.anchor_key = array("q")
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # query ids' bytes
+
+    def _query_ids(self, ids: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
+        """Keep a batch's query ids (bytes, lengths, hashes); returns the batch's first index."""
+        data, start, length = ids
+        self.parts.append((data, length.astype(np.int32),
+                           key_hashes(np.zeros(length.size, dtype=np.int64), data, start,
+                                      length)))
+        q0 = self.n
+        self.n += int(length.size)
+        return q0
+
+    def _categories(self, names: Sequence[str], idx: np.ndarray) -> None:
+        codes = self.cat_code
+        for c in names:
+            codes.setdefault(c, len(codes))
+        to_code = np.fromiter(map(codes.__getitem__, names), dtype=np.int32, count=len(names))
+        self.cats.extend(to_code[idx].tolist() if idx.size else [])
 
     def add(self, qids: Sequence[str], convs: Sequence[str], anchors: Sequence[Sequence[str]],
             categories: Sequence[str]) -> None:
         cl = self.lineage
-        q0 = len(self.qids)
-        self.qids.extend(qids)
+        q0 = self._query_ids(utf8_columns(qids))
         cc = np.fromiter(map(cl.conv_code, convs), dtype=np.int64, count=len(convs))
         self.conv.extend(cc.astype(np.int32).tolist())
-        self.cats.extend(map(self.cat_cache.setdefault, categories, categories))
+        names = list(dict.fromkeys(categories))
+        where = {c: i for i, c in enumerate(names)}
+        self._categories(names, np.fromiter(map(where.__getitem__, categories),
+                                            dtype=np.int64, count=len(categories)))
         lens = np.fromiter(map(len, anchors), dtype=np.int64, count=len(anchors))
         voc = np.fromiter(map(cl.anchor_vocab.get, chain.from_iterable(anchors), repeat(-1)),
                           dtype=np.int64, count=int(lens.sum()))
@@ -545,7 +599,7 @@ class GoldCoder:
 
     def add_arrow(self, batch: Any) -> None:
         """One pyarrow batch of iter_gold_arrow (conversations, categories and anchors coded
-        through pyarrow's dictionary encoding)."""
+        through pyarrow's dictionary encoding, the query ids taken as bytes)."""
         # pyarrow is optional (the parquet extra): imported where it is used
         import pyarrow.compute as pc
 
@@ -555,18 +609,14 @@ class GoldCoder:
                 zero_copy_only=False).astype(np.int64)
 
         cl = self.lineage
-        qids = batch.column("query_id").to_pylist()
-        q0 = len(self.qids)
-        self.qids.extend(qids)
-        n = len(qids)
+        n = batch.num_rows
         if n == 0:
             return
+        q0 = self._query_ids(arrow_utf8_columns(batch.column("query_id")))
         names, idx = encoded(batch.column("conversation"))
         cc = np.fromiter(map(cl.conv_code, names), dtype=np.int64, count=len(names))[idx]
         self.conv.extend(cc.astype(np.int32).tolist())
-        names, idx = encoded(batch.column("category"))
-        names = [self.cat_cache.setdefault(c, c) for c in names]
-        self.cats.extend(map(names.__getitem__, idx.tolist()))
+        self._categories(*encoded(batch.column("category")))
         anchors = batch.column("anchors")
         lens = pc.list_value_length(anchors).to_numpy(zero_copy_only=False).astype(np.int64)
         names, idx = encoded(anchors.flatten())
@@ -580,9 +630,16 @@ class GoldCoder:
         self.anchor_key.extend((cc[qk] * cl.n_vocab + voc[known]).tolist())
 
     def done(self) -> CodedGold:
-        g = len(self.qids)
-        index = dict(zip(self.qids, range(g)))
-        if len(index) != g:
+        """The coded gold; ValueError on a query id read twice."""
+        g = self.n
+        parts, self.parts = self.parts, []
+        data = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint8)
+        length = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int32)
+        hashes = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.uint64)
+        del parts
+        ids, repeated = IdTable.build(data, np.cumsum(length, dtype=np.int64) - length, length,
+                                      np.array([0, g, g], dtype=np.int64), hashes)
+        if repeated.size:
             raise ValueError("a query id appears twice")
         q = _np(self.q_of_anchor, np.int64)
         key = _np(self.anchor_key, np.int64)
@@ -593,8 +650,8 @@ class GoldCoder:
             q, key = q[keep], key[keep]
         off = np.zeros(g + 1, dtype=np.int64)
         np.cumsum(np.bincount(q, minlength=g), out=off[1:])
-        return CodedGold(self.qids, index, _np(self.conv, np.int32).astype(np.int64),
-                         self.cats, off, key)
+        return CodedGold(ids, _np(self.conv, np.int32).astype(np.int64), _np(self.cats, np.int32),
+                         list(self.cat_code), off, key)
 
 
 @_no_gc
@@ -757,7 +814,9 @@ def code_queries(run: TraceRun, gold: Gold | CodedGold, lineage: CodedLineage,
                  qids: Sequence[str], k: int) -> CodedQueries:
     """Integer-code the traces and gold anchors of `qids` (each must have a trace in `run`)."""
     cg = gold if isinstance(gold, CodedGold) else code_gold(gold, lineage)
-    gidx = np.fromiter(map(cg.index.__getitem__, qids), dtype=np.int64, count=len(qids))
+    gidx = cg.rows(qids)
+    if (gidx < 0).any():
+        raise KeyError(qids[int(np.flatnonzero(gidx < 0)[0])])
     return code_rows(qids, [run.traces[x].ids for x in qids], gidx, cg, lineage, k)
 
 
