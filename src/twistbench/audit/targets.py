@@ -172,6 +172,39 @@ def _same_bytes(data_a: np.ndarray, start_a: np.ndarray, data_b: np.ndarray,
     return same
 
 
+_MALLOC_TRIM: Any = None
+
+
+def release_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim; a no-op where
+    there is no glibc). Coding a lineage frees its per-batch arrays, most below malloc's mmap
+    threshold, and glibc keeps those pages: for 7.5 M memories 770 MB stayed resident after
+    coding, 520 MB with the trim (measured), and later stages did not reuse them."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+def _then_release_heap(fn: Callable[P, R]) -> Callable[P, R]:
+    """release_heap() once `fn` has returned (its coder and batches freed)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            release_heap()
+
+    return wrapper
+
+
 @dataclass
 class IdTable:
     """Entries 0 .. N-1, each a (conversation code, id) key: its bytes at
@@ -457,7 +490,7 @@ class LineageCoder:
             keep = np.concatenate(([True], (key[1:] != key[:-1]) | (mem[1:] != mem[:-1])))
             if not keep.all():
                 key, mem = key[keep], mem[keep]
-        return CodedLineage(self.convs, conv_start, ids, self.vocab, raw, can, key, mem,
+            return CodedLineage(self.convs, conv_start, ids, self.vocab, raw, can, key, mem,
                             self.n_rows)
 
 
@@ -465,6 +498,7 @@ def _np(buf: array, dtype: type) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype) if len(buf) else np.zeros(0, dtype=dtype)
 
 
+@_then_release_heap
 @_no_gc
 def code_lineage(lineage: Lineage) -> CodedLineage:
     """Integer-code a lineage held in memory (the same coder as read_coded_lineage).
@@ -479,6 +513,7 @@ def code_lineage(lineage: Lineage) -> CodedLineage:
     return coder.done()
 
 
+@_then_release_heap
 @_no_gc
 def read_coded_lineage(path: str | Path, columnar: bool = True) -> CodedLineage:
     """Read and code a lineage file batch by batch, never holding its rows as objects (with
@@ -650,10 +685,11 @@ class GoldCoder:
             q, key = q[keep], key[keep]
         off = np.zeros(g + 1, dtype=np.int64)
         np.cumsum(np.bincount(q, minlength=g), out=off[1:])
-        return CodedGold(ids, _np(self.conv, np.int32).astype(np.int64), _np(self.cats, np.int32),
-                         list(self.cat_code), off, key)
+        return CodedGold(ids, _np(self.conv, np.int32).astype(np.int64),
+                         _np(self.cats, np.int32).copy(), list(self.cat_code), off, key)
 
 
+@_then_release_heap
 @_no_gc
 def code_gold(gold: Gold, lineage: CodedLineage) -> CodedGold:
     """Code gold queries held in memory (the same coder as read_coded_gold)."""
@@ -664,6 +700,7 @@ def code_gold(gold: Gold, lineage: CodedLineage) -> CodedGold:
     return coder.done()
 
 
+@_then_release_heap
 @_no_gc
 def read_coded_gold(path: str | Path, lineage: CodedLineage, columnar: bool = True) -> CodedGold:
     """Read and code a gold file batch by batch (pyarrow when installed and `columnar`, else
