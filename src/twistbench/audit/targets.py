@@ -133,11 +133,18 @@ def arrow_utf8_columns(col: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return data, offs[:-1] - offs[0], np.diff(offs)
 
 
+_KEY_BLOCK = 1 << 16  # keys hashed or compared per pass: bounds the per-byte index arrays
+
+
 def key_hashes(conv: np.ndarray, data: np.ndarray, start: np.ndarray,
                length: np.ndarray) -> np.ndarray:
     """A 64-bit hash of each (conversation code, bytes) key: the conversation and the length
     mixed first, then the bytes as little-endian 8-byte words, zero-padded (keys of equal word
     count are hashed together, so a long key never widens the others' matrix)."""
+    if length.size > _KEY_BLOCK:
+        return np.concatenate([key_hashes(conv[i:i + _KEY_BLOCK], data,
+                                          start[i:i + _KEY_BLOCK], length[i:i + _KEY_BLOCK])
+                               for i in range(0, length.size, _KEY_BLOCK)])
     h = conv.astype(np.uint64) * _K1
     h += length.astype(np.uint64)
     _mix(h)
@@ -165,6 +172,10 @@ def key_hashes(conv: np.ndarray, data: np.ndarray, start: np.ndarray,
 def _same_bytes(data_a: np.ndarray, start_a: np.ndarray, data_b: np.ndarray,
                 start_b: np.ndarray, length: np.ndarray) -> np.ndarray:
     """Per pair, whether data_a[start_a : start_a + length] equals data_b's slice."""
+    if length.size > _KEY_BLOCK:
+        return np.concatenate([
+            _same_bytes(data_a, start_a[i:i + _KEY_BLOCK], data_b, start_b[i:i + _KEY_BLOCK],
+                        length[i:i + _KEY_BLOCK]) for i in range(0, length.size, _KEY_BLOCK)])
     r = ranks(length)
     differ = data_a[np.repeat(start_a, length) + r] != data_b[np.repeat(start_b, length) + r]
     same = np.ones(length.size, dtype=bool)
@@ -183,6 +194,7 @@ def release_heap() -> None:
     global _MALLOC_TRIM
     if _MALLOC_TRIM is None:
         try:
+            # ctypes only for glibc's malloc_trim, once: imported where it is used
             import ctypes
 
             _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
@@ -490,7 +502,7 @@ class LineageCoder:
             keep = np.concatenate(([True], (key[1:] != key[:-1]) | (mem[1:] != mem[:-1])))
             if not keep.all():
                 key, mem = key[keep], mem[keep]
-            return CodedLineage(self.convs, conv_start, ids, self.vocab, raw, can, key, mem,
+        return CodedLineage(self.convs, conv_start, ids, self.vocab, raw, can, key, mem,
                             self.n_rows)
 
 
@@ -821,15 +833,20 @@ def code_encoded(qids: Sequence[str], gidx: np.ndarray, lengths: np.ndarray, ids
         mat_idx = mat_idx[:, :k]
         mask = mask[:, :k]
         lengths = np.minimum(lengths, k)
-    n_vocab = max(len(vocab), 1)
-    pair = np.repeat(conv, mask.sum(axis=1)) * n_vocab + mat_idx[mask]
-    upair, inverse = np.unique(pair, return_inverse=True)
-    data, start, length = utf8_columns(vocab)
-    word = upair % n_vocab
-    ucode = lineage.ids.lookup(upair // n_vocab, data, start[word], length[word])
     mat = np.full(mat_idx.shape, -1, dtype=np.int64)
-    mat[mask] = ucode[inverse.reshape(-1)]
+    mat[mask] = _pair_codes(np.repeat(conv, mask.sum(axis=1)), mat_idx[mask], vocab, lineage)
     return _finish_rows(qids, gidx, conv, mat, lengths, gold, dropped)
+
+
+def _pair_codes(conv: np.ndarray, word: np.ndarray, vocab: Sequence[str],
+                lineage: CodedLineage) -> np.ndarray:
+    """The memory code of each (conversation code, vocab[word]) pair, -1 where the store has
+    none; each distinct pair is looked up once."""
+    n_vocab = max(len(vocab), 1)
+    upair, inverse = np.unique(conv * n_vocab + word, return_inverse=True)
+    data, start, length = utf8_columns(vocab)
+    w = upair % n_vocab
+    return lineage.ids.lookup(upair // n_vocab, data, start[w], length[w])[inverse.reshape(-1)]
 
 
 def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,
@@ -839,7 +856,25 @@ def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,
     q = len(id_lists)
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=q)
     width = int(lengths.max()) if q else 0
-    codes = lineage.codes(np.repeat(conv, lengths), list(chain.from_iterable(id_lists)))
+    # the distinct ids numbered, so that each (conversation, id) pair is looked up once
+    vocab = dict.fromkeys(chain.from_iterable(id_lists))
+    number = dict(zip(vocab, range(len(vocab))))
+    word = np.fromiter(map(number.__getitem__, chain.from_iterable(id_lists)), dtype=np.int64,
+                       count=int(lengths.sum()))
+    id_conv = np.repeat(conv, lengths)
+    codes = np.full(word.size, -1, dtype=np.int64)
+    if word.size:
+        # words are numbered in order of first sight: a word's first position is where the
+        # running maximum grows. Each word is looked up once, in the conversation of its first
+        # sight; only its uses in other conversations go through the pairs.
+        top = np.maximum.accumulate(word)
+        first = np.concatenate(([True], top[1:] > top[:-1]))
+        first_conv = id_conv[first]
+        data, start, length = utf8_columns(list(vocab))
+        same = id_conv == first_conv[word]
+        codes[same] = lineage.ids.lookup(first_conv, data, start, length)[word[same]]
+        if not same.all():
+            codes[~same] = _pair_codes(id_conv[~same], word[~same], list(vocab), lineage)
     if q and codes.size == q * width:  # every trace is full: no padding mask needed
         return codes.reshape(q, width), lengths
     mat = np.full((q, width), -1, dtype=np.int64)
