@@ -232,14 +232,13 @@ class IdTable:
     @classmethod
     def build(cls, data: np.ndarray, start: np.ndarray, length: np.ndarray,
               conv_start: np.ndarray, hashes: np.ndarray) -> tuple[IdTable, np.ndarray]:
-        """The table of entries with these keys and hashes, and the entries whose key an
-        earlier entry already has (a repeated id)."""
+        """The table of entries with these keys and hashes, and an entry whose key an
+        earlier entry already has (a repeated id; empty when none)."""
         entry = np.argsort(hashes, kind="stable")
         hashes = hashes[entry]
         idx = entry.astype(np.int32 if entry.size < 2**31 else np.int64)
         table = cls(data, start, length.astype(np.int32), conv_start, hashes, idx)
         tie = np.flatnonzero(hashes[1:] == hashes[:-1])  # rare: the same key, or a collision
-        repeated = []
         for i in tie.tolist():
             # every entry before i + 1 with the same hash (a run longer than 2 is checked
             # against each earlier member)
@@ -247,10 +246,9 @@ class IdTable:
             e = int(idx[i + 1])
             while j >= 0 and hashes[j] == hashes[i + 1]:
                 if table.same_key(int(idx[j]), e):
-                    repeated.append(e)
-                    break
+                    return table, np.array([e], dtype=np.int64)  # the first is enough
                 j -= 1
-        return table, np.array(repeated, dtype=np.int64)
+        return table, np.zeros(0, dtype=np.int64)
 
     def conv_of(self, entries: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.conv_start, entries, side="right") - 1
