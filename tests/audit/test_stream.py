@@ -217,9 +217,12 @@ def test_unusual_lines_read_as_read_traces_reads_them(tmp_path: Path) -> None:
 def test_lineage_coded_alike_by_both_readers(tmp_path: Path) -> None:
     tp, lp, gp = _files(tmp_path)
     a, b = read_coded_lineage(lp, columnar=True), read_coded_lineage(lp, columnar=False)
-    assert a.convs == b.convs and a.mem_local == b.mem_local and a.anchor_vocab == b.anchor_vocab
+    assert a.convs == b.convs and a.anchor_vocab == b.anchor_vocab
+    assert a.memory_ids() == b.memory_ids()
     for f in ("conv_start", "mem_raw", "mem_can", "edge_anchor", "edge_mem"):
         assert np.array_equal(getattr(a, f), getattr(b, f)), f
+    for f in ("start", "length", "hashes", "entry"):  # the same bytes at the same places
+        assert np.array_equal(getattr(a.ids, f), getattr(b.ids, f)), f
     # no conversation and no text field at all (their defaults), and a repeated id named
     lp2 = tmp_path / "l2.jsonl"
     lp2.write_text("\n".join(json.dumps(r) for r in [
@@ -228,7 +231,9 @@ def test_lineage_coded_alike_by_both_readers(tmp_path: Path) -> None:
     ]) + "\n")
     for columnar in (True, False):
         cl = read_coded_lineage(lp2, columnar=columnar)
-        assert cl.convs == {"": 0} and cl.mem_local == [{"m1": 0, "m2": 1}]
+        assert cl.convs == {"": 0} and cl.memory_ids() == ["m1", "m2"]
+        assert cl.codes(np.array([0, 0, 0, 1]), ["m2", "m1", "m3", "m1"]).tolist() == \
+            [1, 0, -1, -1]
         assert cl.edge_mem.tolist() == [0, 1, 1]  # D1 twice for m2: one edge
     lp2.write_text("\n".join(json.dumps(r) for r in [
         {"conversation": "c", "memory_id": "m1", "sources": ["D1"], "raw": True,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
 from pathlib import Path
 
 import numpy as np
@@ -216,18 +215,16 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
         return score_chunks(chunks, cl, cg, k, variant, name)
 
 
-def _no_repeat(ch: EncodedChunk, gi: np.ndarray, inside: np.ndarray, index: dict[str, int],
+def _no_repeat(ch: EncodedChunk, gi: np.ndarray, inside: np.ndarray, err_rows: np.ndarray,
                seen: np.ndarray, extra_seen: set[str]) -> None:
     """Unusual when a query id of the chunk was read before (the careful reading then names
     the line): a flag per gold query, a set only for the ids outside gold."""
-    err = np.fromiter(map(index.get, ch.errors, repeat(-1)), dtype=np.int64,
-                      count=len(ch.errors))
-    rows = np.concatenate((gi[inside], err[err >= 0]))
+    rows = np.concatenate((gi[inside], err_rows[err_rows >= 0]))
     if seen[rows].any() or np.unique(rows).size != rows.size:
         raise Unusual("a query id twice")
     seen[rows] = True
     others = [q for q, f in zip(ch.qids, inside.tolist()) if not f]
-    others += [q for q in ch.errors if q not in index]
+    others += [q for q, r in zip(ch.errors, err_rows.tolist()) if r < 0]
     before = len(extra_seen)
     extra_seen.update(others)
     if len(extra_seen) != before + len(others):
@@ -240,33 +237,32 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
     """Score trace chunks one after the other; per gold query, the hit summary of each target
     is kept, and the metrics are finished once the run's k is known (the largest k its traces
     declare, when `k` is None)."""
-    g = len(gold.qids)
+    g = gold.n
     has_trace = np.zeros(g, dtype=bool)
     # per gold query, for a million queries a few tens of MB: counts fit 32 bits
     n_rel = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
     nhits = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
     first = {t: np.zeros(g, dtype=np.int32) for t in TARGETS}
     dcg = {t: np.zeros(g, dtype=np.float64) for t in TARGETS}
-    errors_all: dict[str, str] = {}
+    errors_all: dict[int, str] = {}  # gold index -> error
     extra = dropped = unknown = kmax = 0
     credited = np.full(g, -1, dtype=np.int64)
     seen = np.zeros(g, dtype=bool)  # a query id read twice (checked here for EncodedChunks)
     extra_seen: set[str] = set()
-    index = gold.index
     for ch in chunks:
         kmax = max(kmax, ch.kmax)
         dropped += getattr(ch, "duplicates_dropped", 0)
-        for q, err in ch.errors.items():
-            if q in index:
-                errors_all[q] = err
+        err_rows = gold.rows(list(ch.errors)) if ch.errors else np.zeros(0, dtype=np.int64)
+        for r, err in zip(err_rows.tolist(), ch.errors.values()):
+            if r >= 0:
+                errors_all[r] = err
             else:
                 extra += 1
-        gi = np.fromiter(map(index.get, ch.qids, repeat(-1)), dtype=np.int64,
-                         count=len(ch.qids))
+        gi = gold.rows(ch.qids)
         inside = gi >= 0
         extra += int(inside.size - inside.sum())
         if isinstance(ch, EncodedChunk):
-            _no_repeat(ch, gi, inside, index, seen, extra_seen)
+            _no_repeat(ch, gi, inside, err_rows, seen, extra_seen)
             lengths, ids = ch.lengths, ch.ids
             if not inside.all():
                 starts = np.cumsum(lengths) - lengths
@@ -309,7 +305,7 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
         credited[gi[hit]] = cq.ids[hit, fc[hit] - 1]
     kk = int(k if k is not None else (kmax or 60))
     rows = np.flatnonzero(has_trace)
-    qids = [gold.qids[i] for i in rows.tolist()]
+    qids = gold.query_ids(rows)
     scores: dict[str, dict[str, np.ndarray]] = {}
     first_hit: dict[str, np.ndarray] = {}
     for t in TARGETS:
@@ -317,10 +313,12 @@ def score_chunks(chunks: Iterable[TraceChunk | EncodedChunk], lineage: CodedLine
                            variant)
         first_hit[t] = m.pop("first_hit").astype(np.int64)
         scores[t] = m
-    errors = {q: errors_all[q] for q in gold.qids if q in errors_all} if errors_all else {}
-    missing = [gold.qids[i] for i in np.flatnonzero(~has_trace).tolist()
-               if gold.qids[i] not in errors]
-    cats = [gold.categories[i] for i in rows.tolist()]
+    err_rows = np.array(sorted(errors_all), dtype=np.int64)  # gold order
+    errors = dict(zip(gold.query_ids(err_rows), map(errors_all.__getitem__, err_rows.tolist())))
+    no_line = ~has_trace
+    no_line[err_rows] = False
+    missing = gold.query_ids(np.flatnonzero(no_line))
+    cats = gold.categories_of(rows)
     return TraceScores(name, kk, variant, qids, cats,
                        {t: n_rel[t][rows].astype(np.int64) for t in TARGETS},
                        scores, first_hit, errors, missing, extra, dropped, unknown, kmax,

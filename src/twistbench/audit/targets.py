@@ -27,7 +27,7 @@ import gc
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import chain, groupby, repeat
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
 
@@ -46,6 +46,9 @@ from twistbench.audit.traces import (
     read_gold,
     read_lineage,
     release_arrow_memory,
+)
+from twistbench.audit.traces import (
+    _ranks as ranks,
 )
 
 TARGETS: tuple[str, ...] = ("raw", "src", "can")
@@ -78,23 +81,245 @@ def _no_gc(fn: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+# --- memory ids as bytes: hashed, sorted, verified ---------------------------------------------
+# A store of millions of memories held its ids as Python strings in one dict per conversation
+# (about 190 bytes per memory with the dict tables: 1.4 GB for 7.5 M memories). Here an id is
+# its UTF-8 bytes in one uint8 array; a (conversation code, id) key is found through a sorted
+# array of 64-bit hashes, and every hash hit is checked on the conversation and the bytes, so a
+# collision costs a second probe, never a wrong match (about 30 bytes per memory).
+_K1 = np.uint64(0x9E3779B97F4A7C15)
+_K2 = np.uint64(0xBF58476D1CE4E5B9)
+_K3 = np.uint64(0x94D049BB133111EB)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, in place (uint64 arithmetic wraps)."""
+    h ^= h >> np.uint64(30)
+    h *= _K2
+    h ^= h >> np.uint64(27)
+    h *= _K3
+    h ^= h >> np.uint64(31)
+    return h
+
+
+def utf8_columns(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Strings as (bytes, start, length): string i is data[start[i] : start[i] + length[i]].
+    Lone surrogates (possible in strings built in memory) keep their 3-byte form, so two
+    strings are equal exactly when their bytes are."""
+    joined = "".join(strings)
+    raw = joined.encode("utf-8", "surrogatepass")
+    n = len(strings)
+    if len(raw) == len(joined):  # ASCII: a character is a byte
+        length = np.fromiter(map(len, strings), dtype=np.int64, count=n)
+    else:
+        length = np.fromiter((len(s.encode("utf-8", "surrogatepass")) for s in strings),
+                             dtype=np.int64, count=n)
+    start = np.cumsum(length) - length
+    return np.frombuffer(raw, dtype=np.uint8), start, length
+
+
+def arrow_utf8_columns(col: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """utf8_columns of a pyarrow string array without nulls, from its buffers (no Python
+    string); the bytes are copied, so the batch they came from can be freed."""
+    import pyarrow as pa  # optional (the parquet extra): only called with pyarrow present
+
+    n = len(col)
+    width = np.int64 if pa.types.is_large_string(col.type) else np.int32
+    _, offs_buf, data_buf = col.buffers()
+    offs = np.frombuffer(offs_buf, dtype=width)[col.offset:col.offset + n + 1].astype(np.int64)
+    if n == 0 or data_buf is None:
+        return np.zeros(0, dtype=np.uint8), np.zeros(n, dtype=np.int64), np.zeros(n, np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8)[offs[0]:offs[-1]].copy()
+    return data, offs[:-1] - offs[0], np.diff(offs)
+
+
+_KEY_BLOCK = 1 << 16  # keys hashed or compared per pass: bounds the per-byte index arrays
+
+
+def key_hashes(conv: np.ndarray, data: np.ndarray, start: np.ndarray,
+               length: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each (conversation code, bytes) key: the conversation and the length
+    mixed first, then the bytes as little-endian 8-byte words, zero-padded (keys of equal word
+    count are hashed together, so a long key never widens the others' matrix)."""
+    if length.size > _KEY_BLOCK:
+        return np.concatenate([key_hashes(conv[i:i + _KEY_BLOCK], data,
+                                          start[i:i + _KEY_BLOCK], length[i:i + _KEY_BLOCK])
+                               for i in range(0, length.size, _KEY_BLOCK)])
+    h = conv.astype(np.uint64) * _K1
+    h += length.astype(np.uint64)
+    _mix(h)
+    words = (length + 7) // 8
+    for nw in np.unique(words).tolist():
+        if nw == 0:
+            continue
+        rows = np.flatnonzero(words == nw)
+        lens = length[rows]
+        width = 8 * nw
+        mat = np.zeros(rows.size * width, dtype=np.uint8)
+        r = ranks(lens)
+        mat[np.repeat(np.arange(rows.size, dtype=np.int64) * width, lens) + r] = \
+            data[np.repeat(start[rows], lens) + r]
+        w = mat.view("<u8").reshape(rows.size, nw)
+        hh = h[rows]
+        for j in range(nw):
+            hh ^= w[:, j]
+            hh *= _K1
+            _mix(hh)
+        h[rows] = hh
+    return h
+
+
+def _same_bytes(data_a: np.ndarray, start_a: np.ndarray, data_b: np.ndarray,
+                start_b: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Per pair, whether data_a[start_a : start_a + length] equals data_b's slice."""
+    if length.size > _KEY_BLOCK:
+        return np.concatenate([
+            _same_bytes(data_a, start_a[i:i + _KEY_BLOCK], data_b, start_b[i:i + _KEY_BLOCK],
+                        length[i:i + _KEY_BLOCK]) for i in range(0, length.size, _KEY_BLOCK)])
+    r = ranks(length)
+    differ = data_a[np.repeat(start_a, length) + r] != data_b[np.repeat(start_b, length) + r]
+    same = np.ones(length.size, dtype=bool)
+    same[np.repeat(np.arange(length.size), length)[differ]] = False
+    return same
+
+
+_MALLOC_TRIM: Any = None
+
+
+def release_heap() -> None:
+    """Hand the C heap's free pages back to the system (glibc's malloc_trim; a no-op where
+    there is no glibc). Coding a lineage frees its per-batch arrays, most below malloc's mmap
+    threshold, and glibc keeps those pages: for 7.5 M memories 770 MB stayed resident after
+    coding, 520 MB with the trim (measured), and later stages did not reuse them."""
+    global _MALLOC_TRIM
+    if _MALLOC_TRIM is None:
+        try:
+            # ctypes only for glibc's malloc_trim, once: imported where it is used
+            import ctypes
+
+            _MALLOC_TRIM = ctypes.CDLL("libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            _MALLOC_TRIM = False
+    if _MALLOC_TRIM:
+        _MALLOC_TRIM(0)
+
+
+def _then_release_heap(fn: Callable[P, R]) -> Callable[P, R]:
+    """release_heap() once `fn` has returned (its coder and batches freed)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            release_heap()
+
+    return wrapper
+
+
+@dataclass
+class IdTable:
+    """Entries 0 .. N-1, each a (conversation code, id) key: its bytes at
+    data[start[e] : start[e] + length[e]], found by `lookup` through the sorted hashes."""
+
+    data: np.ndarray  # uint8, the ids' UTF-8 bytes (any order)
+    start: np.ndarray  # (N,) int64
+    length: np.ndarray  # (N,) int32
+    conv_start: np.ndarray  # entries conv_start[c] .. conv_start[c + 1] - 1 have conversation c
+    hashes: np.ndarray  # (N,) uint64 key hashes, sorted
+    entry: np.ndarray  # (N,) the entry of each sorted hash
+
+    @classmethod
+    def build(cls, data: np.ndarray, start: np.ndarray, length: np.ndarray,
+              conv_start: np.ndarray, hashes: np.ndarray) -> tuple[IdTable, np.ndarray]:
+        """The table of entries with these keys and hashes, and an entry whose key an
+        earlier entry already has (a repeated id; empty when none)."""
+        entry = np.argsort(hashes, kind="stable")
+        hashes = hashes[entry]
+        idx = entry.astype(np.int32 if entry.size < 2**31 else np.int64)
+        table = cls(data, start, length.astype(np.int32), conv_start, hashes, idx)
+        tie = np.flatnonzero(hashes[1:] == hashes[:-1])  # rare: the same key, or a collision
+        for i in tie.tolist():
+            # every entry before i + 1 with the same hash (a run longer than 2 is checked
+            # against each earlier member)
+            j = i
+            e = int(idx[i + 1])
+            while j >= 0 and hashes[j] == hashes[i + 1]:
+                if table.same_key(int(idx[j]), e):
+                    return table, np.array([e], dtype=np.int64)  # the first is enough
+                j -= 1
+        return table, np.zeros(0, dtype=np.int64)
+
+    def conv_of(self, entries: np.ndarray) -> np.ndarray:
+        return np.searchsorted(self.conv_start, entries, side="right") - 1
+
+    def same_key(self, a: int, b: int) -> bool:
+        la, lb = int(self.length[a]), int(self.length[b])
+        conv = self.conv_of(np.array([a, b]))
+        if conv[0] != conv[1] or la != lb:
+            return False
+        sa, sb = int(self.start[a]), int(self.start[b])
+        return bool(np.array_equal(self.data[sa:sa + la], self.data[sb:sb + lb]))
+
+    def lookup(self, conv: np.ndarray, data: np.ndarray, start: np.ndarray,
+               length: np.ndarray) -> np.ndarray:
+        """The entry of each (conversation code, bytes) key, -1 where the table has none."""
+        n = length.size
+        out = np.full(n, -1, dtype=np.int64)
+        if n == 0 or self.hashes.size == 0:
+            return out
+        h = key_hashes(conv, data, start, length)
+        order = np.argsort(h)  # sorted needles: the binary searches walk forward
+        pos = np.empty(n, dtype=np.int64)
+        pos[order] = np.searchsorted(self.hashes, h[order])
+        pending = np.arange(n, dtype=np.int64)
+        while pending.size:
+            p = pos[pending]
+            live = p < self.hashes.size
+            pending, p = pending[live], p[live]
+            live = self.hashes[p] == h[pending]
+            pending, p = pending[live], p[live]
+            if not pending.size:
+                break
+            e = self.entry[p].astype(np.int64)
+            ok = (self.conv_of(e) == conv[pending]) & (self.length[e] == length[pending])
+            ok[ok] = _same_bytes(self.data, self.start[e[ok]], data, start[pending[ok]],
+                                 length[pending[ok]])
+            out[pending[ok]] = e[ok]
+            pending = pending[~ok]  # a collision: the next entry of the same hash
+            pos[pending] += 1
+        return out
+
+    def strings(self, entries: np.ndarray | None = None) -> list[str]:
+        """The ids of `entries` (all, in entry order, by default) as strings."""
+        raw = self.data.tobytes()
+        start, length = (self.start, self.length) if entries is None else \
+            (self.start[entries], self.length[entries])
+        return [raw[s:s + n].decode("utf-8", "surrogatepass")
+                for s, n in zip(start.tolist(), length.tolist())]
+
+    def string(self, e: int) -> str:
+        s, n = int(self.start[e]), int(self.length[e])
+        return self.data[s:s + n].tobytes().decode("utf-8", "surrogatepass")
+
+
 @dataclass
 class CodedLineage:
     """A store's lineage as integer arrays. Memory codes number (conversation, memory id)
     instances, contiguously per conversation; the same id in two conversations is two codes.
 
-    Conversation c's memories are codes conv_start[c] .. conv_start[c + 1] - 1; mem_local[c]
-    maps a memory id to its position in that range. The local positions are shared int
-    objects (one list for every conversation), so a store of millions of memories costs its
-    id strings and the dict tables, not an int object per memory. An anchor is coded by a
-    vocabulary of anchor strings shared by all conversations (turn ids such as "D1:3" repeat
-    across conversations); the key of an anchor of conversation c is c * n_vocab + vocab code.
-    Conversation code len(convs) stands for a conversation the store does not have (no memory).
+    Conversation c's memories are codes conv_start[c] .. conv_start[c + 1] - 1, in the order
+    the lineage lists them. `ids` finds the code of a (conversation code, memory id) key; it
+    holds the ids as UTF-8 bytes in one array (no Python object per memory). An anchor is
+    coded by a vocabulary of anchor strings shared by all conversations (turn ids such as
+    "D1:3" repeat across conversations); the key of an anchor of conversation c is
+    c * n_vocab + vocab code. Conversation code len(convs) stands for a conversation the store
+    does not have (no memory).
     """
 
     convs: dict[str, int]  # conversation -> code, in order of first appearance
     conv_start: np.ndarray  # (C + 2,) first memory code of each conversation code
-    mem_local: list[dict[str, int]]  # per conversation code: memory id -> local position
+    ids: IdTable  # entry = memory code
     anchor_vocab: dict[str, int]  # anchor -> vocabulary code
     mem_raw: np.ndarray  # (M,) raw flag per memory code
     mem_can: np.ndarray  # (M,) canonical flag per memory code
@@ -114,21 +339,15 @@ class CodedLineage:
         return self.convs.get(conversation, len(self.convs))
 
     def memory_ids(self) -> list[str]:
-        """Code -> memory id (built on demand: only the TREC export needs it)."""
-        out: list[str] = []
-        for d in self.mem_local:
-            out.extend(d)  # a dict keeps insertion order = local position order
-        return out
+        """Code -> memory id (built on demand: only the TREC export and the contested cases
+        need it)."""
+        return self.ids.strings()
 
-
-_SHARED_INTS: list[int] = []
-
-
-def _shared_ints(n: int) -> list[int]:
-    """range(n) as one list of int objects reused by every conversation's dict."""
-    if len(_SHARED_INTS) < n:
-        _SHARED_INTS.extend(range(len(_SHARED_INTS), max(n, 2 * len(_SHARED_INTS))))
-    return _SHARED_INTS
+    def codes(self, conv: np.ndarray, ids: Sequence[str]) -> np.ndarray:
+        """The memory code of each (conversation code, memory id), -1 where the store has
+        none."""
+        data, start, length = utf8_columns(ids)
+        return self.ids.lookup(np.asarray(conv, dtype=np.int64), data, start, length)
 
 
 class LineageCoder:
@@ -136,38 +355,40 @@ class LineageCoder:
 
     def __init__(self) -> None:
         self.convs: dict[str, int] = {}
-        self.mem_local: list[dict[str, int]] = []
+        self.conv_count = np.zeros(0, dtype=np.int64)  # memories so far per conversation code
         self.vocab: dict[str, int] = {}
         self.n_rows = 0
         # per batch: row conversation, row local position, raw, canonical; edge anchor
-        # vocabulary code, edge row
+        # vocabulary code, edge row; the memory ids' bytes, their lengths and key hashes
         self.parts: list[tuple[np.ndarray, ...]] = []
+
+    def _conv_codes(self, names: Sequence[str]) -> np.ndarray:
+        for c in names:
+            if c not in self.convs:
+                self.convs[c] = len(self.convs)
+        return np.fromiter(map(self.convs.__getitem__, names), dtype=np.int32, count=len(names))
 
     def add(self, convs: Sequence[str], mids: Sequence[str], sources: Sequence[Sequence[str]],
             raw: Sequence[bool], can: Sequence[bool]) -> None:
-        """One batch; ValueError on a memory id repeated within a conversation."""
+        """One batch (a memory id repeated within a conversation is found by done())."""
         n = len(mids)
-        for c in dict.fromkeys(convs):
-            if c not in self.convs:
-                self.convs[c] = len(self.convs)
-                self.mem_local.append({})
-        cc = np.fromiter(map(self.convs.__getitem__, convs), dtype=np.int32, count=n)
-        local = self._locals(cc, mids)
+        names = list(dict.fromkeys(convs))
+        codes = dict(zip(names, self._conv_codes(names).tolist()))
+        cc = np.fromiter(map(codes.__getitem__, convs), dtype=np.int32, count=n)
         flat = list(chain.from_iterable(sources))
         vocab = self.vocab
         for a in dict.fromkeys(flat):
             if a not in vocab:
                 vocab[a] = len(vocab)
         lens = np.fromiter(map(len, sources), dtype=np.int64, count=n)
-        self.parts.append((
-            cc, local, np.array(raw, dtype=bool), np.array(can, dtype=bool),
-            np.fromiter(map(vocab.__getitem__, flat), dtype=np.int32, count=len(flat)),
-            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int32), lens)))
-        self.n_rows += n
+        e_vocab = np.fromiter(map(vocab.__getitem__, flat), dtype=np.int32, count=len(flat))
+        self._add(cc, utf8_columns(mids), np.array(raw, dtype=bool), np.array(can, dtype=bool),
+                  e_vocab, lens)
 
     def add_arrow(self, batch: Any) -> None:
         """One pyarrow batch of iter_lineage_arrow: the anchors and conversations coded by
-        pyarrow's dictionary encoding, so only the memory ids become Python strings."""
+        pyarrow's dictionary encoding, the memory ids taken as bytes from their buffers (no
+        Python string per row)."""
         # pyarrow is optional (the parquet extra): imported where it is used
         import pyarrow.compute as pc
 
@@ -179,14 +400,7 @@ class LineageCoder:
             enc = pc.dictionary_encode(conv)
             conv_names = enc.dictionary.to_pylist()
             conv_idx = enc.indices.to_numpy(zero_copy_only=False).astype(np.int64)
-        for c in conv_names:
-            if c not in self.convs:
-                self.convs[c] = len(self.convs)
-                self.mem_local.append({})
-        cc = np.fromiter(map(self.convs.__getitem__, conv_names), dtype=np.int32,
-                         count=len(conv_names))[conv_idx] if n else np.zeros(0, np.int32)
-        mids = batch.column("memory_id").to_pylist()
-        local = self._locals(cc, mids)
+        cc = self._conv_codes(conv_names)[conv_idx] if n else np.zeros(0, np.int32)
         src = batch.column("sources")
         lens = pc.list_value_length(src).to_numpy(zero_copy_only=False).astype(np.int64)
         senc = pc.dictionary_encode(src.flatten())
@@ -197,52 +411,80 @@ class LineageCoder:
                 vocab[a] = len(vocab)
         to_vocab = np.fromiter(map(vocab.__getitem__, names), dtype=np.int32, count=len(names))
         e_vocab = to_vocab[senc.indices.to_numpy(zero_copy_only=False).astype(np.int64)]
+        self._add(cc, arrow_utf8_columns(batch.column("memory_id")),
+                  batch.column("raw").to_numpy(zero_copy_only=False).astype(bool),
+                  batch.column("canonical").to_numpy(zero_copy_only=False).astype(bool),
+                  e_vocab, lens)
+
+    def _add(self, cc: np.ndarray, mids: tuple[np.ndarray, np.ndarray, np.ndarray],
+             raw: np.ndarray, can: np.ndarray, e_vocab: np.ndarray, lens: np.ndarray) -> None:
+        n = cc.size
+        data, start, length = mids
         self.parts.append((
-            cc, local, batch.column("raw").to_numpy(zero_copy_only=False).astype(bool),
-            batch.column("canonical").to_numpy(zero_copy_only=False).astype(bool), e_vocab,
-            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int32), lens)))
+            cc, self._locals(cc), raw, can, e_vocab,
+            np.repeat(np.arange(self.n_rows, self.n_rows + n, dtype=np.int32), lens),
+            data, length.astype(np.int32), key_hashes(cc, data, np.cumsum(length) - length,
+                                                      length)))
         self.n_rows += n
 
-    def _locals(self, cc: np.ndarray, mids: Sequence[str]) -> np.ndarray:
-        """Local positions of a batch's memories, added to their conversations' tables."""
-        n = len(mids)
-        local = np.empty(n, dtype=np.int32)
-        pos = 0
-        for code, grp in groupby(cc.tolist()):  # runs of one conversation
-            size = len(list(grp))
-            d = self.mem_local[code]
-            start = len(d)
-            d.update(zip(mids[pos:pos + size], _shared_ints(start + size)[start:start + size]))
-            if len(d) != start + size:
-                conv = next(k for k, v in self.convs.items() if v == code)
-                raise ValueError(f"memory id repeated in conversation {conv!r}")
-            local[pos:pos + size] = np.arange(start, start + size, dtype=np.int32)
-            pos += size
-        return local
+    def _locals(self, cc: np.ndarray) -> np.ndarray:
+        """Local positions of a batch's memories within their conversations (row order)."""
+        n_conv = len(self.convs)
+        if self.conv_count.size < n_conv:
+            self.conv_count = np.concatenate(
+                (self.conv_count, np.zeros(n_conv - self.conv_count.size, dtype=np.int64)))
+        if not cc.size:
+            return np.zeros(0, dtype=np.int32)
+        counts = np.bincount(cc, minlength=n_conv)
+        order = np.argsort(cc, kind="stable")
+        local = np.empty(cc.size, dtype=np.int64)
+        local[order] = np.arange(cc.size, dtype=np.int64) - (np.cumsum(counts) - counts)[cc[order]]
+        local += self.conv_count[cc]
+        self.conv_count += counts
+        return local.astype(np.int32)
 
     def done(self) -> CodedLineage:
-        sizes = np.fromiter(map(len, self.mem_local), dtype=np.int64, count=len(self.mem_local))
+        """The coded lineage; ValueError on a memory id repeated within a conversation."""
+        sizes = self.conv_count
         conv_start = np.zeros(len(sizes) + 2, dtype=np.int64)
         np.cumsum(sizes, out=conv_start[1:-1])
         conv_start[-1] = conv_start[-2]  # the store-less conversation: no memory
         parts = [list(p) for p in self.parts]  # each column freed as soon as it is joined
         self.parts = []
+        empty = (np.int32, np.int32, bool, bool, np.int32, np.int32, np.uint8, np.int32,
+                 np.uint64)
         cols = []
-        for i in range(6):
+        for i in range(9):
             cols.append(np.concatenate([p[i] for p in parts]) if parts else
-                        np.zeros(0, dtype=np.int32))
+                        np.zeros(0, dtype=empty[i]))
             for p in parts:
                 p[i] = None
         del parts
-        rc, local, raw_rows, can_rows, e_vocab, e_row = cols
+        rc, local, raw_rows, can_rows, e_vocab, e_row, data, length, hashes = cols
         del cols
         code = (conv_start[rc] + local).astype(np.int32 if conv_start[-1] < 2**31 else np.int64)
+        del local
         m = int(conv_start[-1])
         raw = np.zeros(m, dtype=bool)
         can = np.zeros(m, dtype=bool)
         raw[code] = raw_rows
         can[code] = can_rows
-        del raw_rows, can_rows, local
+        del raw_rows, can_rows
+        # the ids by code: their bytes stay in row order, their starts and hashes move
+        by_code = np.empty(m, dtype=np.int64)
+        by_code[code] = np.cumsum(length, dtype=np.int64) - length
+        id_len = np.empty(m, dtype=np.int32)
+        id_len[code] = length
+        del length
+        id_hash = np.empty(m, dtype=np.uint64)
+        id_hash[code] = hashes
+        del hashes
+        ids, repeated = IdTable.build(data, by_code, id_len, conv_start, id_hash)
+        del by_code, id_len, id_hash
+        if repeated.size:
+            c = int(ids.conv_of(repeated[:1])[0])
+            conv = next(k for k, v in self.convs.items() if v == c)
+            raise ValueError(f"memory id repeated in conversation {conv!r}")
         key = rc[e_row].astype(np.int64)
         key *= max(len(self.vocab), 1)
         key += e_vocab
@@ -258,14 +500,15 @@ class LineageCoder:
             keep = np.concatenate(([True], (key[1:] != key[:-1]) | (mem[1:] != mem[:-1])))
             if not keep.all():
                 key, mem = key[keep], mem[keep]
-        return CodedLineage(self.convs, conv_start, self.mem_local, self.vocab, raw, can, key,
-                            mem, self.n_rows)
+        return CodedLineage(self.convs, conv_start, ids, self.vocab, raw, can, key, mem,
+                            self.n_rows)
 
 
 def _np(buf: array, dtype: type) -> np.ndarray:
     return np.frombuffer(buf, dtype=dtype) if len(buf) else np.zeros(0, dtype=dtype)
 
 
+@_then_release_heap
 @_no_gc
 def code_lineage(lineage: Lineage) -> CodedLineage:
     """Integer-code a lineage held in memory (the same coder as read_coded_lineage).
@@ -280,6 +523,7 @@ def code_lineage(lineage: Lineage) -> CodedLineage:
     return coder.done()
 
 
+@_then_release_heap
 @_no_gc
 def read_coded_lineage(path: str | Path, columnar: bool = True) -> CodedLineage:
     """Read and code a lineage file batch by batch, never holding its rows as objects (with
@@ -293,49 +537,101 @@ def read_coded_lineage(path: str | Path, columnar: bool = True) -> CodedLineage:
                 for batch in iter_lineage_arrow(path):
                     coder.add_arrow(batch)
                 release_arrow_memory()
-                return coder.done()
+                return coder.done()  # ValueError on a repeated memory id
             except Unusual:
                 pass
         coder = LineageCoder()
         for cols in iter_lineage_columns(path):
             coder.add(cols.conversations, cols.memory_ids, cols.sources, cols.raw,
                       cols.canonical)
+        return coder.done()
     except ValueError:
         read_lineage(path)  # raises the InputError naming the repeated id's line
         raise
-    return coder.done()
 
 
 @dataclass
 class CodedGold:
-    """Gold queries coded against one store: conversation codes and anchor keys (CSR)."""
+    """Gold queries coded against one store: the query ids as bytes (an IdTable whose entries
+    are the gold indices, all of conversation 0; no Python object per query), conversation
+    codes, category codes and anchor keys (CSR)."""
 
-    qids: list[str]  # gold order
-    index: dict[str, int]  # query id -> gold index
+    ids: IdTable  # entry = gold index (gold order)
     conv: np.ndarray  # (G,) conversation code (CodedLineage.conv_code)
-    categories: list[str]
+    category_code: np.ndarray  # (G,) index into category_names
+    category_names: list[str]
     anchor_off: np.ndarray  # (G + 1,) query g's anchor keys are anchor_key[off[g]:off[g + 1]]
     anchor_key: np.ndarray  # anchors that some memory derives from, one per (query, anchor)
+
+    @property
+    def n(self) -> int:
+        return int(self.ids.length.size)
+
+    def rows(self, qids: Sequence[str]) -> np.ndarray:
+        """The gold index of each query id, -1 where gold has no such query."""
+        data, start, length = utf8_columns(qids)
+        return self.ids.lookup(np.zeros(length.size, dtype=np.int64), data, start, length)
+
+    def query_ids(self, rows: np.ndarray) -> list[str]:
+        return self.ids.strings(rows)
+
+    def categories_of(self, rows: np.ndarray) -> list[str]:
+        names = self.category_names
+        return [names[c] for c in self.category_code[rows].tolist()]
+
+    @functools.cached_property
+    def qids(self) -> list[str]:
+        """The query ids in gold order (built on demand)."""
+        return self.ids.strings()
+
+    @functools.cached_property
+    def index(self) -> dict[str, int]:
+        """Query id -> gold index (built on demand; the scoring uses `rows`)."""
+        return dict(zip(self.qids, range(self.n)))
+
+    @functools.cached_property
+    def categories(self) -> list[str]:
+        return self.categories_of(np.arange(self.n))
 
 
 class GoldCoder:
     def __init__(self, lineage: CodedLineage) -> None:
         self.lineage = lineage
-        self.qids: list[str] = []
+        self.n = 0
         self.conv = array("i")
-        self.cats: list[str] = []
-        self.cat_cache: dict[str, str] = {}
+        self.cats = array("i")
+        self.cat_code: dict[str, int] = {}
         self.q_of_anchor = array("q")
         self.anchor_key = array("q")
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # query ids' bytes
+
+    def _query_ids(self, ids: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
+        """Keep a batch's query ids (bytes, lengths, hashes); returns the batch's first index."""
+        data, start, length = ids
+        self.parts.append((data, length.astype(np.int32),
+                           key_hashes(np.zeros(length.size, dtype=np.int64), data, start,
+                                      length)))
+        q0 = self.n
+        self.n += int(length.size)
+        return q0
+
+    def _categories(self, names: Sequence[str], idx: np.ndarray) -> None:
+        codes = self.cat_code
+        for c in names:
+            codes.setdefault(c, len(codes))
+        to_code = np.fromiter(map(codes.__getitem__, names), dtype=np.int32, count=len(names))
+        self.cats.extend(to_code[idx].tolist() if idx.size else [])
 
     def add(self, qids: Sequence[str], convs: Sequence[str], anchors: Sequence[Sequence[str]],
             categories: Sequence[str]) -> None:
         cl = self.lineage
-        q0 = len(self.qids)
-        self.qids.extend(qids)
+        q0 = self._query_ids(utf8_columns(qids))
         cc = np.fromiter(map(cl.conv_code, convs), dtype=np.int64, count=len(convs))
         self.conv.extend(cc.astype(np.int32).tolist())
-        self.cats.extend(map(self.cat_cache.setdefault, categories, categories))
+        names = list(dict.fromkeys(categories))
+        where = {c: i for i, c in enumerate(names)}
+        self._categories(names, np.fromiter(map(where.__getitem__, categories),
+                                            dtype=np.int64, count=len(categories)))
         lens = np.fromiter(map(len, anchors), dtype=np.int64, count=len(anchors))
         voc = np.fromiter(map(cl.anchor_vocab.get, chain.from_iterable(anchors), repeat(-1)),
                           dtype=np.int64, count=int(lens.sum()))
@@ -348,7 +644,7 @@ class GoldCoder:
 
     def add_arrow(self, batch: Any) -> None:
         """One pyarrow batch of iter_gold_arrow (conversations, categories and anchors coded
-        through pyarrow's dictionary encoding)."""
+        through pyarrow's dictionary encoding, the query ids taken as bytes)."""
         # pyarrow is optional (the parquet extra): imported where it is used
         import pyarrow.compute as pc
 
@@ -358,18 +654,14 @@ class GoldCoder:
                 zero_copy_only=False).astype(np.int64)
 
         cl = self.lineage
-        qids = batch.column("query_id").to_pylist()
-        q0 = len(self.qids)
-        self.qids.extend(qids)
-        n = len(qids)
+        n = batch.num_rows
         if n == 0:
             return
+        q0 = self._query_ids(arrow_utf8_columns(batch.column("query_id")))
         names, idx = encoded(batch.column("conversation"))
         cc = np.fromiter(map(cl.conv_code, names), dtype=np.int64, count=len(names))[idx]
         self.conv.extend(cc.astype(np.int32).tolist())
-        names, idx = encoded(batch.column("category"))
-        names = [self.cat_cache.setdefault(c, c) for c in names]
-        self.cats.extend(map(names.__getitem__, idx.tolist()))
+        self._categories(*encoded(batch.column("category")))
         anchors = batch.column("anchors")
         lens = pc.list_value_length(anchors).to_numpy(zero_copy_only=False).astype(np.int64)
         names, idx = encoded(anchors.flatten())
@@ -383,9 +675,16 @@ class GoldCoder:
         self.anchor_key.extend((cc[qk] * cl.n_vocab + voc[known]).tolist())
 
     def done(self) -> CodedGold:
-        g = len(self.qids)
-        index = dict(zip(self.qids, range(g)))
-        if len(index) != g:
+        """The coded gold; ValueError on a query id read twice."""
+        g = self.n
+        parts, self.parts = self.parts, []
+        data = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.uint8)
+        length = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int32)
+        hashes = np.concatenate([p[2] for p in parts]) if parts else np.zeros(0, np.uint64)
+        del parts
+        ids, repeated = IdTable.build(data, np.cumsum(length, dtype=np.int64) - length, length,
+                                      np.array([0, g, g], dtype=np.int64), hashes)
+        if repeated.size:
             raise ValueError("a query id appears twice")
         q = _np(self.q_of_anchor, np.int64)
         key = _np(self.anchor_key, np.int64)
@@ -396,10 +695,11 @@ class GoldCoder:
             q, key = q[keep], key[keep]
         off = np.zeros(g + 1, dtype=np.int64)
         np.cumsum(np.bincount(q, minlength=g), out=off[1:])
-        return CodedGold(self.qids, index, _np(self.conv, np.int32).astype(np.int64),
-                         self.cats, off, key)
+        return CodedGold(ids, _np(self.conv, np.int32).astype(np.int64),
+                         _np(self.cats, np.int32).copy(), list(self.cat_code), off, key)
 
 
+@_then_release_heap
 @_no_gc
 def code_gold(gold: Gold, lineage: CodedLineage) -> CodedGold:
     """Code gold queries held in memory (the same coder as read_coded_gold)."""
@@ -410,6 +710,7 @@ def code_gold(gold: Gold, lineage: CodedLineage) -> CodedGold:
     return coder.done()
 
 
+@_then_release_heap
 @_no_gc
 def read_coded_gold(path: str | Path, lineage: CodedLineage, columnar: bool = True) -> CodedGold:
     """Read and code a gold file batch by batch (pyarrow when installed and `columnar`, else
@@ -530,25 +831,20 @@ def code_encoded(qids: Sequence[str], gidx: np.ndarray, lengths: np.ndarray, ids
         mat_idx = mat_idx[:, :k]
         mask = mask[:, :k]
         lengths = np.minimum(lengths, k)
-    n_vocab = max(len(vocab), 1)
-    pair = np.repeat(conv, mask.sum(axis=1)) * n_vocab + mat_idx[mask]
-    upair, inverse = np.unique(pair, return_inverse=True)
-    up_conv = upair // n_vocab
-    local = np.full(upair.size, -1, dtype=np.int64)
-    bounds = np.flatnonzero(np.diff(up_conv)) + 1  # the pairs are sorted by conversation
-    n_conv = len(lineage.mem_local)
-    for lo, hi in zip(np.concatenate(([0], bounds)).tolist(),
-                      np.concatenate((bounds, [upair.size])).tolist()):
-        c = int(up_conv[lo]) if hi > lo else n_conv
-        if c < n_conv:
-            names = map(vocab.__getitem__, (upair[lo:hi] % n_vocab).tolist())
-            local[lo:hi] = np.fromiter(map(lineage.mem_local[c].get, names, repeat(-1)),
-                                       dtype=np.int64, count=hi - lo)
-    start = lineage.conv_start[up_conv]
-    ucode = np.where(local >= 0, local + start, -1)
     mat = np.full(mat_idx.shape, -1, dtype=np.int64)
-    mat[mask] = ucode[inverse.reshape(-1)]
+    mat[mask] = _pair_codes(np.repeat(conv, mask.sum(axis=1)), mat_idx[mask], vocab, lineage)
     return _finish_rows(qids, gidx, conv, mat, lengths, gold, dropped)
+
+
+def _pair_codes(conv: np.ndarray, word: np.ndarray, vocab: Sequence[str],
+                lineage: CodedLineage) -> np.ndarray:
+    """The memory code of each (conversation code, vocab[word]) pair, -1 where the store has
+    none; each distinct pair is looked up once."""
+    n_vocab = max(len(vocab), 1)
+    upair, inverse = np.unique(conv * n_vocab + word, return_inverse=True)
+    data, start, length = utf8_columns(vocab)
+    w = upair % n_vocab
+    return lineage.ids.lookup(upair // n_vocab, data, start[w], length[w])[inverse.reshape(-1)]
 
 
 def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,
@@ -558,14 +854,25 @@ def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,
     q = len(id_lists)
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=q)
     width = int(lengths.max()) if q else 0
-    empty: dict[str, int] = {}
-    n_conv = len(lineage.mem_local)
-    dicts = [lineage.mem_local[c] if c < n_conv else empty for c in conv.tolist()]
-    flat = array("q")
-    for d, ids in zip(dicts, id_lists):
-        flat.extend(map(d.get, ids, repeat(-1)))  # the local position, straight into C int64s
-    local = _np(flat, np.int64)
-    codes = np.where(local >= 0, local + np.repeat(lineage.conv_start[conv], lengths), -1)
+    # the distinct ids numbered, so that each (conversation, id) pair is looked up once
+    vocab = dict.fromkeys(chain.from_iterable(id_lists))
+    number = dict(zip(vocab, range(len(vocab))))
+    word = np.fromiter(map(number.__getitem__, chain.from_iterable(id_lists)), dtype=np.int64,
+                       count=int(lengths.sum()))
+    id_conv = np.repeat(conv, lengths)
+    codes = np.full(word.size, -1, dtype=np.int64)
+    if word.size:
+        # words are numbered in order of first sight: a word's first position is where the
+        # running maximum grows. Each word is looked up once, in the conversation of its first
+        # sight; only its uses in other conversations go through the pairs.
+        top = np.maximum.accumulate(word)
+        first = np.concatenate(([True], top[1:] > top[:-1]))
+        first_conv = id_conv[first]
+        data, start, length = utf8_columns(list(vocab))
+        same = id_conv == first_conv[word]
+        codes[same] = lineage.ids.lookup(first_conv, data, start, length)[word[same]]
+        if not same.all():
+            codes[~same] = _pair_codes(id_conv[~same], word[~same], list(vocab), lineage)
     if q and codes.size == q * width:  # every trace is full: no padding mask needed
         return codes.reshape(q, width), lengths
     mat = np.full((q, width), -1, dtype=np.int64)
@@ -577,7 +884,9 @@ def code_queries(run: TraceRun, gold: Gold | CodedGold, lineage: CodedLineage,
                  qids: Sequence[str], k: int) -> CodedQueries:
     """Integer-code the traces and gold anchors of `qids` (each must have a trace in `run`)."""
     cg = gold if isinstance(gold, CodedGold) else code_gold(gold, lineage)
-    gidx = np.fromiter(map(cg.index.__getitem__, qids), dtype=np.int64, count=len(qids))
+    gidx = cg.rows(qids)
+    if (gidx < 0).any():
+        raise KeyError(qids[int(np.flatnonzero(gidx < 0)[0])])
     return code_rows(qids, [run.traces[x].ids for x in qids], gidx, cg, lineage, k)
 
 
