@@ -48,7 +48,7 @@ from twistbench.audit.tracing import write_traces
 from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.datasets.keyfile import read_key as read_key_doc
 from twistbench.datasets.locomo import dataset_notes
-from twistbench.datasets.paths import cs2_key_path
+from twistbench.datasets.paths import builtin_key_path, cs2_key_path, shipped_vectors_files
 from twistbench.datasets.registry import (
     DATASETS,
     DEFAULT_DATASET,
@@ -80,7 +80,7 @@ from twistbench.report.runs import (
     report_predictions,
     report_runs,
 )
-from twistbench.retrieval import dense
+from twistbench.retrieval import dense, shipped
 from twistbench.runs.conform import check_conformance
 from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES
 from twistbench.runs.runner import RunSettings, run_system
@@ -376,10 +376,20 @@ def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: 
     if data is not None:
         source.update({"data": str(data), "granularity": granularity, "tier": tier})
     ds = load_dataset(name, opts)
+    _offer_shipped_vectors(name, ds.key_sha256)
     source["name"] = ds.meta.get("dataset_name", name)  # +errata pinned to its level
     for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
         err.print(f"note: {line}", highlight=False, markup=False)
     return ds, source
+
+
+def _offer_shipped_vectors(name: str, key_sha256: str) -> None:
+    """A built-in key's committed vectors join the embedding lookup (retrieval/shipped.py): used
+    only by the embedder that wrote them, and only if they were written from this key (the
+    plain key and its crisis variant share one file, named after the plain key)."""
+    key = builtin_key_path(name)
+    for path in shipped_vectors_files(key) if key is not None else []:
+        shipped.offer(path, key_sha256)
 
 
 @app.command()
