@@ -855,6 +855,7 @@ def build_cs(
         with _build_gate(allow_failing_gates) as gate:
             run_build(out=out, seed=SEED_2 if seed is None else seed,
                       include_crisis=include_crisis, console=console, gate=gate)
+        _note_stale_shipped_vectors(out)
         return
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
@@ -874,6 +875,20 @@ def build_cs(
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording "
                   "(bag-of-words accuracy above the limit); try another seed or more templates")
         raise typer.Exit(1)
+
+
+def _note_stale_shipped_vectors(out: Path) -> None:
+    """After a build over a committed TWIST-CS 2.0 key: a note when its shipped vectors do not
+    name the key as written (they are then not used until rewritten)."""
+    if not out.exists() or out.resolve() not in (cs2_key_path().resolve(),
+                                                 cs2_key_path(include_crisis=True).resolve()):
+        return
+    _, digest = read_key_doc(out)
+    for path in shipped_vectors_files(cs2_key_path()):
+        if digest not in shipped.recorded_key_sha256s(path):
+            err.print(f"note: {path.name} was written for another {out.name}; rewrite it: "
+                      "PYTHONPATH=src python scripts/ship_key_vectors.py (docs/keys/"
+                      "twist-cs-2.0.md)", highlight=False, markup=False)
 
 
 @build_app.command("locomo")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from twistbench.cli import run_cli
-from twistbench.datasets.keyfile import read_key
+from twistbench.datasets.keyfile import read_key, write_key
 from twistbench.datasets.paths import cs2_key_path, shipped_vectors_files, shipped_vectors_path
 from twistbench.datasets.twist_cs import load_cs_dataset
 from twistbench.retrieval import dense, embcache, shipped, turn_text
@@ -157,6 +157,20 @@ def test_loading_either_builtin_key_offers_the_file(committed: Path) -> None:
         ds, _ = cli._dataset(None, None, None, crisis)  # what `twist run` loads
         assert shipped._offered() == [[str(committed.resolve()), ds.key_sha256]]
     shipped.withdraw()
+
+
+def test_a_rebuilt_key_is_told_to_rewrite_the_vectors(committed: Path, tmp_path: Path,
+                                                      monkeypatch, capsys) -> None:
+    from twistbench import cli
+
+    cli._note_stale_shipped_vectors(cs2_key_path())  # the committed key: nothing to say
+    assert "rewrite" not in capsys.readouterr().err
+    rebuilt = tmp_path / "twist-cs-2.0.json"  # another seed, say: another sha256
+    write_key(rebuilt, "twist-cs", "twist-cs-2.0", {"rebuilt": True})
+    monkeypatch.setattr(cli, "cs2_key_path", lambda include_crisis=False: rebuilt)
+    monkeypatch.setattr(cli, "shipped_vectors_files", lambda key: [committed])
+    cli._note_stale_shipped_vectors(rebuilt)
+    assert "scripts/ship_key_vectors.py" in " ".join(capsys.readouterr().err.split())
 
 
 def test_a_sample_of_shipped_vectors_is_what_the_model_computes(committed: Path) -> None:

@@ -122,6 +122,12 @@ class ShippedVectors:
         return self._state == "ready"
 
 
+def recorded_key_sha256s(path: str | os.PathLike[str]) -> list[str]:
+    """The sha256s of the keys a shipped file was written from (reads its header only)."""
+    with np.load(path, allow_pickle=False) as npz:
+        return [str(x) for x in npz["key_sha256s"]]
+
+
 _files: dict[tuple[str, str], ShippedVectors] = {}
 _files_lock = threading.Lock()
 hits = 0  # texts answered from shipped vectors in this process
