@@ -49,7 +49,7 @@ def enabled() -> bool:
 
 
 class ShippedVectors:
-    """One shipped file, read on first use: its header (format, model id, key sha256) when an
+    """One shipped file, read on first use: its header (format, model id, key sha256s) when an
     embedding is first asked for, its keys and vectors only when the model and the key match.
     `get_many` answers only for the model and key it was written for."""
 
@@ -96,6 +96,7 @@ class ShippedVectors:
             return self._unusable(f"keys {keys.shape} {keys.dtype}, vectors {vectors.shape} "
                                   f"{vectors.dtype}")
         self._rows = {row.tobytes(): i for i, row in enumerate(keys)}
+        vectors.setflags(write=False)  # rows are handed out as views: nobody may change them
         self._vectors = vectors
         self._state = "ready"
 
@@ -123,9 +124,13 @@ class ShippedVectors:
 
 
 def recorded_key_sha256s(path: str | os.PathLike[str]) -> list[str]:
-    """The sha256s of the keys a shipped file was written from (reads its header only)."""
-    with np.load(path, allow_pickle=False) as npz:
-        return [str(x) for x in npz["key_sha256s"]]
+    """The sha256s of the keys a shipped file was written from (reads its header only); none
+    for a file that cannot be read as one."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            return [str(x) for x in npz["key_sha256s"]]
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+        return []
 
 
 _files: dict[tuple[str, str], ShippedVectors] = {}
