@@ -475,6 +475,7 @@ def run(
                                retry_errors=retry_errors, embedder=embedder_fp,
                                embedder_id=embedder_id)
         used: dict[Path, str] = {}
+        vectors_before = dense.vector_sources()
         for spec, name in zip(systems, labels):
             # A picklable factory: rebuilds the system after a timeout, or in the child process.
             factory = functools.partial(build_system, spec, per[spec])
@@ -508,6 +509,8 @@ def run(
             if outcome.error_rate > max_error_rate:
                 failed.append(f"{outcome.system}: error rate {outcome.error_rate:.3f} > "
                               f"{max_error_rate:g}")
+        if isolate == "thread":  # a child process counts its own
+            _note_vector_sources(vectors_before)
         # the report covers every run under the root, earlier invocations' too (run order)
         _print_report(find_sources([out]).runs, out)
     except InputError as exc:
@@ -516,6 +519,16 @@ def run(
         for f in failed:
             _error_line(f, label="failed:")
         raise typer.Exit(1)
+
+
+def _note_vector_sources(before: dict[str, int]) -> None:
+    """One note on where the run's vectors came from (counts since `before`), when it embedded
+    anything."""
+    sources = {k: n - before[k] for k, n in dense.vector_sources().items()}
+    if any(sources.values()):
+        err.print(f"note: vectors of {sum(sources.values()):,} texts: {sources['shipped']:,} "
+                  f"shipped with the key, {sources['disk cache']:,} from the embedding cache, "
+                  f"{sources['computed']:,} computed by the model", highlight=False)
 
 
 def _labels(labels: list[str] | None, systems: list[str]) -> list[str | None]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+import re
 from pathlib import Path
 
 import numpy as np
@@ -194,7 +195,7 @@ def test_a_sample_of_shipped_vectors_is_what_the_model_computes(committed: Path)
 
 @pytest.mark.slow
 def test_default_run_embeds_nothing_beyond_the_shipped_file(committed: Path, tmp_path: Path,
-                                                            monkeypatch) -> None:
+                                                            monkeypatch, capsys) -> None:
     # The default run (twist run: every default system, every track) with no disk cache and an
     # empty in-process cache: every text it embeds is in the file, so the model runs on none.
     monkeypatch.setenv(embcache.ENV_CACHE, "off")
@@ -207,3 +208,6 @@ def test_default_run_embeds_nothing_beyond_the_shipped_file(committed: Path, tmp
     assert dense.computed_texts - computed == 0
     assert shipped.misses - misses == 0
     assert shipped.hits - hits > 8000  # distinct texts of the run (8,625 when written)
+    note = " ".join(capsys.readouterr().err.split())  # the run says where its vectors came from
+    assert re.search(r"note: vectors of [\d,]+ texts: [\d,]+ shipped with the key, 0 from the "
+                     r"embedding cache, 0 computed by the model", note), note

@@ -50,6 +50,7 @@ _CACHE_LIMIT = 200_000  # ~300 MB of float32 vectors at most
 _lock = threading.Lock()
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
 computed_texts = 0  # texts this process ran through the model (benchmarks read it)
+disk_texts = 0  # texts this process found in the on-disk cache
 used = False  # whether anything in this process embedded (traces record the model id then)
 
 
@@ -228,10 +229,11 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     the built-in model; 384 dimensions).
 
     Texts are embedded in batches sorted by length (less padding); results come back in input
-    order. With cache=True, texts seen before in this process, or stored in the on-disk cache
-    by any run, are not embedded again, and new vectors are stored there.
+    order. With cache=True, texts seen before in this process, shipped with a built-in key
+    (`shipped`), or stored in the on-disk cache by any run, are not embedded again, and new
+    vectors are stored there.
     """
-    global computed_texts, used
+    global computed_texts, disk_texts, used
     used = True
     n = len(texts)
     model = active()
@@ -256,6 +258,7 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
                 for i in todo.pop(t):
                     out[i] = v
                 _cache[t] = v
+                disk_texts += 1
         except sqlite3.Error as exc:
             disk = _drop_disk_cache(exc, dim)
     uniq = sorted(todo, key=len)
@@ -282,6 +285,12 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     while len(_cache) > _CACHE_LIMIT:
         _cache.popitem(last=False)
     return out
+
+
+def vector_sources() -> dict[str, int]:
+    """Where the vectors this process asked for came from, in texts (those the in-process cache
+    answered aside): the shipped vectors, the disk cache, the model."""
+    return {"shipped": shipped.hits, "disk cache": disk_texts, "computed": computed_texts}
 
 
 def _drop_disk_cache(exc: sqlite3.Error, dim: int) -> None:
