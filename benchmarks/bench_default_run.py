@@ -4,26 +4,28 @@ That is: the TWIST-CS key, systems flat-rag, fact-rag, heuristic and oracle, eve
 the profile (what `make run` does). Each repetition runs the `twist` command in a fresh process
 into a fresh folder, so nothing is resumed and model loading is included. Printed: the median
 wall time, the median CPU time (user + system) and the peak resident memory of the child
-process (ru_maxrss), beside the goals (issue 18: <= 20 s wall and <= 1 GB on 2 cores with a
-cold cache), and the 1-minute load average before each run. Other processes on the machine
-slow the wall time down; the CPU time is what a load changes least, so compare that when the
-load is high.
+process (ru_maxrss), beside the goals (issue 18: <= 20 s wall and <= 1 GB on 2 cores), and the
+1-minute load average before each run. Other processes on the machine slow the wall time down;
+the CPU time is what a load changes least, so compare that when the load is high.
 
---reference COMMIT runs, interleaved with the working tree's code, the code of that commit
-(its `src/` and `data/`, exported with `git archive` into a scratch folder, `src/` put first
-on PYTHONPATH,
-same interpreter and packages), so a change is measured against the code path it replaced in
-the same session and load: the ratio of each median to the reference's is printed, and with
---keep-both the two runs' folders are kept for comparing their results.
+--reference COMMIT runs, interleaved with the working tree's code, the code of that commit (its
+`src/` and `data/`, exported with `git archive` into a scratch folder, `src/` put first on
+PYTHONPATH, same interpreter and packages), so a change is measured against the code path it
+replaced in the same session and load: the ratio of each median to the reference's is printed.
+--keep-both DIR keeps the last run folder of each variant for comparing their results:
+DIR/reference and DIR/current (one mode), DIR/<mode> without --reference (e.g. DIR/shipped and
+DIR/cold: shipped against computed vectors), DIR/<code>-<mode> otherwise.
 
-With the on-disk embedding cache (TWIST_EMBED_CACHE) each repetition runs three ways,
-interleaved: "off" (no disk cache: the reference), "cold" (an empty cache file) and "warm" (a
-file an earlier, unmeasured run filled); the ratio of each median to the first mode's is
-printed.
+Embeddings come four ways, chosen per repetition and interleaved (--embed-cache): "shipped"
+(the default of `twist run`: the key's committed vectors, data/embeddings/, with an empty cache
+file), "off" (no shipped vectors, no disk cache: every distinct text embedded), "cold" (no
+shipped vectors, an empty cache file: a machine's first run before vectors shipped) and "warm"
+(no shipped vectors, a cache file an earlier, unmeasured run filled); the ratio of each median
+to the first mode's is printed. TWIST_SHIPPED_VECTORS=0 is how the child is told to compute.
 
 Run: .venv/bin/python benchmarks/bench_default_run.py [--repeats 3] [--cores 0,1]
-                                                      [--embed-cache off,cold,warm]
-                                                      [--reference COMMIT [--keep-both DIR]]
+                                                      [--embed-cache cold,shipped,warm]
+                                                      [--reference COMMIT] [--keep-both DIR]
      --cores pins the child to those CPUs with taskset (to emulate a 2-core machine).
 """
 
@@ -61,17 +63,20 @@ def export_src(commit: str, into: Path) -> Path:
 
 
 def run_once(cores: str | None, keep: Path | None, embed_cache: str = "off",
-             src: Path | None = None) -> tuple[float, float, int, float, str]:
+             src: Path | None = None, shipped: bool = False,
+             ) -> tuple[float, float, int, float, str]:
     """(wall seconds, CPU seconds, peak RSS bytes of the child, load average before, profile).
 
     embed_cache: the child's TWIST_EMBED_CACHE: "off", or a path to a cache file.
+    shipped: whether the child may read the key's shipped vectors (TWIST_SHIPPED_VECTORS).
     src: a `src/` folder whose twistbench the child imports instead of the installed one.
     """
     out = Path(tempfile.mkdtemp(prefix="twist-default-"))
     cmd = twist_command(src) + ["run", "--out", str(out / "runs"), "--no-progress"]
     if cores:
         cmd = ["taskset", "-c", cores] + cmd
-    env = {**os.environ, "TWIST_EMBED_CACHE": embed_cache}
+    env = {**os.environ, "TWIST_EMBED_CACHE": embed_cache,
+           "TWIST_SHIPPED_VECTORS": "1" if shipped else "0"}
     if src is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(
             os.pathsep)
@@ -99,9 +104,10 @@ def run_once(cores: str | None, keep: Path | None, embed_cache: str = "off",
 
 
 MODES = {
-    "off": "no embedding cache on disk (each run embeds every distinct text; the reference)",
-    "cold": "an empty cache file (the first run on a machine: embeds, and stores)",
-    "warm": "a cache filled by an earlier run (every later run: nothing embedded)",
+    "shipped": "the key's shipped vectors and an empty cache file (what `twist run` does)",
+    "off": "no shipped vectors, no cache on disk (each run embeds every distinct text)",
+    "cold": "no shipped vectors, an empty cache file (embeds every distinct text, and stores)",
+    "warm": "no shipped vectors, a cache filled by an earlier run (nothing embedded)",
 }
 
 
@@ -111,13 +117,14 @@ def main() -> None:
     ap.add_argument("--cores", default=None, help="taskset CPU list for the child, e.g. 0,1")
     ap.add_argument("--keep", type=Path, default=None, help="copy the last run folder here")
     ap.add_argument("--show-profile", action="store_true", help="print the run's profile")
-    ap.add_argument("--embed-cache", default="off,cold,warm",
+    ap.add_argument("--embed-cache", default="cold,shipped,warm",
                     help="comma list of " + ", ".join(f"{k}: {v}" for k, v in MODES.items()))
     ap.add_argument("--reference", default=None, metavar="COMMIT",
                     help="also run this commit's code, interleaved; ratios are against it")
     ap.add_argument("--keep-both", type=Path, default=None, metavar="DIR",
-                    help="with --reference: keep the last run of each code under DIR/reference "
-                    "and DIR/current")
+                    help="keep the last run of each variant under DIR: DIR/reference and "
+                    "DIR/current with --reference and one mode, DIR/<mode> without --reference "
+                    "(shipped against computed vectors), DIR/<code>-<mode> with both")
     args = ap.parse_args()
     modes = [m for m in args.embed_cache.split(",") if m]
     unknown = [m for m in modes if m not in MODES]
@@ -140,11 +147,15 @@ def main() -> None:
     for i in range(args.repeats):
         for code, m in variants:  # interleaved, so every variant sees the same load over time
             cache = {"off": "off", "cold": str(scratch / f"cold-{code}-{i}.sqlite3"),
+                     "shipped": str(scratch / f"shipped-{code}-{i}.sqlite3"),
                      "warm": str(warm_file)}[m]
             keep = args.keep
-            if args.keep_both is not None and args.reference:
-                keep = args.keep_both / code
-            wall, cpu, peak, load, text = run_once(args.cores, keep, cache, codes[code])
+            if args.keep_both is not None:
+                # DIR/current, DIR/reference; DIR/<mode> for one code; DIR/<code>-<mode> for both
+                parts = [code] * (len(codes) > 1) + [m] * (len(modes) > 1 or len(codes) == 1)
+                keep = args.keep_both / "-".join(parts)
+            wall, cpu, peak, load, text = run_once(args.cores, keep, cache, codes[code],
+                                                   shipped=m == "shipped")
             walls[(code, m)].append(wall)
             cpus[(code, m)].append(cpu)
             peaks[(code, m)].append(peak)

@@ -6,7 +6,8 @@ the heuristic (`twist validate --with-heuristic`), both on the key file as writt
 are those of exactly the content the record names. The record also names the battery revision
 and judge version it was measured with (validation.shortcuts.measured_with); a build trusts an
 entry only when all three match. Then rebuild the keys (`twist build cs -o data/twist-cs-2.0.json`
-and `--include-crisis -o data/twist-cs-2.0-crisis.json`) so they carry the record.
+and `--include-crisis -o data/twist-cs-2.0-crisis.json`) so they carry the record. A key whose
+bytes change needs its shipped vectors rewritten too: scripts/ship_key_vectors.py.
 
     .venv/bin/python scripts/record_cs2_gates.py [--out-dir runs/record-cs2]
 

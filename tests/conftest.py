@@ -32,6 +32,13 @@ def _embedding_cache_per_session(tmp_path_factory: pytest.TempPathFactory):
         os.environ["TWIST_EMBED_CACHE"] = old
 
 
+@pytest.fixture(autouse=True)
+def _no_shipped_vectors_offered(monkeypatch: pytest.MonkeyPatch):
+    """A key loaded by an earlier test offers its shipped vectors through the environment
+    (retrieval/shipped.py); each test starts with none offered."""
+    monkeypatch.delenv("TWIST_SHIPPED_VECTOR_FILES", raising=False)
+
+
 @pytest.fixture
 def locomo_path() -> Path:
     return shared_file("locomo", "locomo10.json")

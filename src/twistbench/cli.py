@@ -48,7 +48,7 @@ from twistbench.audit.tracing import write_traces
 from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.datasets.keyfile import read_key as read_key_doc
 from twistbench.datasets.locomo import dataset_notes
-from twistbench.datasets.paths import cs2_key_path
+from twistbench.datasets.paths import builtin_key_path, cs2_key_path, shipped_vectors_files
 from twistbench.datasets.registry import (
     DATASETS,
     DEFAULT_DATASET,
@@ -80,7 +80,7 @@ from twistbench.report.runs import (
     report_predictions,
     report_runs,
 )
-from twistbench.retrieval import dense
+from twistbench.retrieval import dense, shipped
 from twistbench.runs.conform import check_conformance
 from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES
 from twistbench.runs.runner import RunSettings, check_selection, run_system
@@ -402,10 +402,20 @@ def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: 
     if data is not None:
         source.update({"data": str(data), "granularity": granularity, "tier": tier})
     ds = load_dataset(name, opts)
+    _offer_shipped_vectors(name, ds.key_sha256)
     source["name"] = ds.meta.get("dataset_name", name)  # +errata pinned to its level
     for line in dataset_notes(ds):  # sha check, defects handled, re-validation, errata
         err.print(f"note: {line}", highlight=False, markup=False)
     return ds, source
+
+
+def _offer_shipped_vectors(name: str, key_sha256: str) -> None:
+    """A built-in key's committed vectors join the embedding lookup (retrieval/shipped.py): used
+    only by the embedder that wrote them, and only if they were written from this key (the
+    plain key and its crisis variant share one file, named after the plain key)."""
+    key = builtin_key_path(name)
+    for path in shipped_vectors_files(key) if key is not None else []:
+        shipped.offer(path, key_sha256)
 
 
 @app.command()
@@ -497,6 +507,7 @@ def run(
         _refuse_shared_folders(out, systems, labels)
         with _no_empty_folders_left(out):
             used: dict[Path, str] = {}
+            vectors_before = dense.vector_sources()
             for spec, name in zip(systems, labels):
                 # A picklable factory: rebuilds the system after a timeout, or in the child
                 # process.
@@ -531,6 +542,8 @@ def run(
                 if outcome.error_rate > max_error_rate:
                     failed.append(f"{outcome.system}: error rate {outcome.error_rate:.3f} > "
                                   f"{max_error_rate:g}")
+            if isolate == "thread":  # a child process counts its own
+                _note_vector_sources(vectors_before)
             # the report covers every run under the root, earlier invocations' too (run order)
             _print_report(find_sources([out]).runs, out)
     except InputError as exc:
@@ -539,6 +552,16 @@ def run(
         for f in failed:
             _error_line(f, label="failed:")
         raise typer.Exit(1)
+
+
+def _note_vector_sources(before: dict[str, int]) -> None:
+    """One note on where the run's vectors came from (counts since `before`), when it embedded
+    anything."""
+    sources = {k: n - before[k] for k, n in dense.vector_sources().items()}
+    if any(sources.values()):
+        err.print(f"note: vectors of {sum(sources.values()):,} texts: {sources['shipped']:,} "
+                  f"shipped with the key, {sources['disk cache']:,} from the embedding cache, "
+                  f"{sources['computed']:,} computed by the model", highlight=False)
 
 
 def _labels(labels: list[str] | None, systems: list[str]) -> list[str | None]:
@@ -911,6 +934,7 @@ def build_cs(
         with _build_gate(allow_failing_gates) as gate:
             run_build(out=out, seed=SEED_2 if seed is None else seed,
                       include_crisis=include_crisis, console=console, gate=gate)
+        _note_stale_shipped_vectors(out)
         return
     # itemgen loads only for `twist build` (the generators and their templates; ARCHITECTURE.md)
     from twistbench.itemgen.cs_workspace import DEFAULT_SEED, run_build_cs
@@ -930,6 +954,20 @@ def build_cs(
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording "
                   "(bag-of-words accuracy above the limit); try another seed or more templates")
         raise typer.Exit(1)
+
+
+def _note_stale_shipped_vectors(out: Path) -> None:
+    """After a build over a committed TWIST-CS 2.0 key: a note when its shipped vectors do not
+    name the key as written (they are then not used until rewritten)."""
+    if not out.exists() or out.resolve() not in (cs2_key_path().resolve(),
+                                                 cs2_key_path(include_crisis=True).resolve()):
+        return
+    _, digest = read_key_doc(out)
+    for path in shipped_vectors_files(cs2_key_path()):
+        if digest not in shipped.recorded_key_sha256s(path):
+            err.print(f"note: {path.name} was written for another {out.name}; rewrite it: "
+                      "PYTHONPATH=src python scripts/ship_key_vectors.py (docs/keys/"
+                      "twist-cs-2.0.md)", highlight=False, markup=False)
 
 
 @build_app.command("locomo")

@@ -94,12 +94,9 @@ class _FakeModel:
 
 
 @pytest.fixture
-def fake_model(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> _FakeModel:
+def fake_model(monkeypatch: pytest.MonkeyPatch, fresh_embedding_state: Path) -> _FakeModel:
     model = _FakeModel()
     monkeypatch.setattr(dense, "_active", model)
-    monkeypatch.setattr(dense, "_cache", dense.OrderedDict())
-    monkeypatch.setattr(embcache, "_shared", {})
-    monkeypatch.setenv(embcache.ENV_CACHE, str(tmp_path / "emb.sqlite3"))
     return model
 
 

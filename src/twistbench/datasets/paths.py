@@ -8,6 +8,7 @@ is not ours to redistribute (the Track B key, the LoCoMo errata audit) is looked
 
 from __future__ import annotations
 
+import hashlib
 import os
 from importlib import resources
 from pathlib import Path
@@ -62,6 +63,35 @@ def locomo_key_path(include_crisis: bool = False) -> Path:
 def locomo2_key_path(include_crisis: bool = False) -> Path:
     """The committed TWIST-LoCoMo 2.0 key (the crisis variant with include_crisis)."""
     return data_dir() / (LOCOMO2_CRISIS_KEY_FILE if include_crisis else LOCOMO2_KEY_FILE)
+
+
+# Built-in keys by dataset name: (the key, the key with crisis plants), files in data_dir().
+BUILTIN_KEY_FILES = {"twist-cs-2.0": (CS2_KEY_FILE, CS2_CRISIS_KEY_FILE),
+                     "twist-cs-1.0": (CS_KEY_FILE, CS_CRISIS_KEY_FILE)}
+SHIPPED_VECTORS_DIR = "embeddings"
+
+
+def builtin_key_path(name: str, include_crisis: bool = False) -> Path | None:
+    """The committed key file a registered dataset name loads (None for any other name)."""
+    files = BUILTIN_KEY_FILES.get(name)
+    return data_dir() / files[include_crisis] if files else None
+
+
+def shipped_vectors_path(key_file: Path, model_id: str) -> Path:
+    """Where the vectors of a committed key (and of its crisis variant) under one embedder
+    ship: data/embeddings/<key name>.<first 12 hex of the model id's sha256>.npz."""
+    short = hashlib.sha256(model_id.encode("utf-8")).hexdigest()[:12]
+    stem = key_file.name.removesuffix(".json")
+    return key_file.parent / SHIPPED_VECTORS_DIR / f"{stem}.{short}.npz"
+
+
+def shipped_vectors_files(key_file: Path) -> list[Path]:
+    """The shipped vector files of a committed key, one per embedder they were written by."""
+    folder = key_file.parent / SHIPPED_VECTORS_DIR
+    stem = key_file.name.removesuffix(".json")
+    # <stem>.<model>.npz only: the key with crisis plants has a stem of its own
+    return sorted(p for p in folder.glob(f"{stem}.*.npz")
+                  if p.name.count(".") == stem.count(".") + 2)
 
 
 def shared_data_dir() -> Path:

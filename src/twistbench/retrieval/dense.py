@@ -7,10 +7,12 @@ allows 512 but longer inputs were never seen in training), pad to the longest in
 run, mean-pool last_hidden_state over the attention mask, L2-normalise. Cosine similarity is
 then a dot product.
 
-The ONNX session and tokenizer load once per process. Embeddings are cached per text twice:
-in a bounded in-process cache, and on disk in the content-addressed cache of `embcache`
-(sha256 of the model id and the text), shared by every retriever, system, run and process, so
-a text is embedded once per model and a warm run loads no model at all. With onnxruntime
+The ONNX session and tokenizer load once per process. A text's vector is looked up, in order,
+in a bounded in-process cache, in the vectors shipped with a built-in key (`shipped`: read
+only, used by the model and key that wrote them; the default run finds every text there and
+loads no model), and on disk in the content-addressed cache of `embcache` (sha256 of the model
+id and the text), shared by every retriever, system, run and process, so a text is embedded
+once per model and a warm run loads no model at all; only then is it computed. With onnxruntime
 1.32 a vector is the same to the bit whichever texts share its padded batch (checked on every
 text of the default run, 8,625, in three batchings; tests/retrieval/test_dense.py), so
 batching never changes a result; the cache keeps the first vector computed all the same.
@@ -35,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from twistbench.errors import InputError
-from twistbench.retrieval import embcache, embedders
+from twistbench.retrieval import embcache, embedders, shipped
 from twistbench.retrieval.base import Hit, _DocStore, top_k
 from twistbench.retrieval.embedders import Embedder
 
@@ -48,6 +50,7 @@ _CACHE_LIMIT = 200_000  # ~300 MB of float32 vectors at most
 _lock = threading.Lock()
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
 computed_texts = 0  # texts this process ran through the model (benchmarks read it)
+disk_texts = 0  # texts this process found in the on-disk cache
 used = False  # whether anything in this process embedded (traces record the model id then)
 
 
@@ -232,12 +235,12 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     the built-in model; 384 dimensions).
 
     Texts are embedded in batches sorted by length (less padding); results come back in input
-    order. With cache=True, texts seen before in this process, or stored in the on-disk cache
-    by any run, are not embedded again, and new vectors are stored there. An endpoint whose
-    dimension is not known yet gets it from a stored vector or from its first real batch
-    (never a request of its own).
+    order. With cache=True, texts seen before in this process, shipped with a built-in key
+    (`shipped`), or stored in the on-disk cache by any run, are not embedded again, and new
+    vectors are stored there. An endpoint whose dimension is not known yet gets it from a
+    stored vector or from its first real batch (never a request of its own).
     """
-    global computed_texts, used
+    global computed_texts, disk_texts, used
     used = True
     n = len(texts)
     model = active()
@@ -270,6 +273,12 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     for i, v in known.items():
         out[i] = v
     done = set(first[0]) if first is not None else set()  # embedded already, to learn dim
+    if cache and todo:  # the built-in key's committed vectors (read-only; shipped.py)
+        asked = [t for t in todo if t not in done]
+        for t, v in shipped.get_many(model.model_id(), asked).items():
+            for i in todo.pop(t):
+                out[i] = v
+            _cache[t] = v
     disk = embcache.shared_cache(dim) if cache and todo else None
     if disk is not None:
         try:
@@ -278,6 +287,7 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
                 for i in todo.pop(t):
                     out[i] = v
                 _cache[t] = v
+                disk_texts += 1
         except sqlite3.Error as exc:
             disk = _drop_disk_cache(exc, dim)
     uniq = [t for t in uniq if t in todo and t not in done]
@@ -302,6 +312,12 @@ def embed(texts: list[str], batch_size: int = 16, cache: bool = True) -> np.ndar
     while len(_cache) > _CACHE_LIMIT:
         _cache.popitem(last=False)
     return out
+
+
+def vector_sources() -> dict[str, int]:
+    """Where the vectors this process asked for came from, in texts (those the in-process cache
+    answered aside): the shipped vectors, the disk cache, the model."""
+    return {"shipped": shipped.hits, "disk cache": disk_texts, "computed": computed_texts}
 
 
 def _drop_disk_cache(exc: sqlite3.Error, dim: int) -> None:
