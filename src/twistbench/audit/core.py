@@ -78,6 +78,7 @@ from twistbench.audit.traces import (
     run_name,
     trace_format,
     trec_id,
+    write_trec_encoded,
     write_trec_qrels,
     write_trec_traces,
 )
@@ -768,12 +769,10 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
             if id(lin) not in coded_gold:
                 coded_gold[id(lin)] = code_gold(gold, cl)
             cg = coded_gold[id(lin)]
-            if scored is not None and run.name in scored:
-                qids = scored[run.name].qids
-            elif isinstance(run, TraceRun):
-                qids = select_queries(run, gold)[0]
-            else:
-                qids = _score(run, cl, cg, k, "standard").qids
+            rs = scored.get(run.name) if scored is not None else None
+            if rs is None and not isinstance(run, TraceRun):
+                rs = _score(run, cl, cg, k, "standard")
+            qids = rs.qids if rs is not None else select_queries(run, gold)[0]
             key = (id(lin), tuple(qids))
             if key not in qrels_of:
                 # the gold anchors of the queries, no ranking: empty id lists
@@ -790,17 +789,41 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
                 for t in TARGETS:
                     shutil.copyfile(qrels_of[key] / f"qrels.{t}.txt", d / f"qrels.{t}.txt")
         files = {"run": str(d / "run.txt")}
-        try:
-            write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids), repeat(k)),
-                              trec_id(run.name), score_mode=score_mode)
-        except Unusual:  # pyarrow left the file to the careful reading: written again
-            write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids, False),
-                                                 repeat(k)), trec_id(run.name),
-                              score_mode=score_mode)
+        columnar = _write_run_columnar(d / "run.txt", run, qids, k, score_mode, rs)
+        if not columnar:
+            try:  # None: pyarrow may still read the traces (when installed)
+                write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(
+                    run, qids, columnar is None), repeat(k)), trec_id(run.name),
+                    score_mode=score_mode)
+            except Unusual:  # pyarrow left the file to the careful reading: written again
+                write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(run, qids, False),
+                                                     repeat(k)), trec_id(run.name),
+                                  score_mode=score_mode)
         for t in TARGETS:
             files[t] = str(d / f"qrels.{t}.txt")
         written[run.name] = files
     return written
+
+
+def _write_run_columnar(path: Path, run: AuditRun, qids: Sequence[str], k: int,
+                        score_mode: str, rs: TraceScores | None) -> bool | None:
+    """run.txt of a JSONL or Parquet trace file built from pyarrow's columns (no Python object
+    per line; the same bytes as write_trec_traces): True when written; None where this does
+    not apply (no pyarrow, a TREC file, a run in memory, scores as the system gave them:
+    written per trace); False when pyarrow left the file to the careful reading (nothing in
+    `path` to rely on)."""
+    if not (isinstance(run, TraceFile) and score_mode == "rank" and arrow_available()
+            and trace_format(Path(run.path), run.fmt) != "trec"):
+        return None
+    try:
+        write_trec_encoded(path, iter_encoded_chunks(run.path, run.fmt), qids, k,
+                           trec_id(run.name), run.path,
+                           dedupe=rs is None or rs.duplicates_dropped > 0)
+    except Unusual:
+        return False
+    finally:
+        release_arrow_memory()  # the batches are gone
+    return True
 
 
 def _cut(t: Trace, k: int) -> Trace:

@@ -1,0 +1,121 @@
+"""The TREC run export from pyarrow's columns (write_trec_encoded) writes byte for byte what the
+per-trace writer (write_trec_traces) writes: odd ids and query ids (whitespace of every kind,
+'%', quotes, non-ASCII), repeated ids, traces past k, a declared k, empty traces, failed
+queries, queries outside the export, a file out of export order, chunks of any size; and
+`twist audit`'s TREC files are the same with pyarrow and without it."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from test_stream import _files
+
+from twistbench.audit import core
+from twistbench.audit.traces import (
+    Trace,
+    TraceRun,
+    iter_encoded_chunks,
+    read_traces,
+    trec_id,
+    write_traces_jsonl,
+    write_trec_encoded,
+    write_trec_traces,
+)
+from twistbench.errors import InputError
+
+pytest.importorskip("pyarrow")
+
+ODD_IDS = ["plain", "two words", "tab\there", "50%", "%20", "nbsp\u00a0id", "ideo\u3000space",
+           "caf\u00e9", "emoji\U0001f600", 'say "hi"', "it's", "a,b", "line\u2028sep", "x" * 80,
+           "0", "-1.5e3", "\u00a0", "trailing ", " leading", "new\nline", "c\u0085nel",
+           "unit\x1fsep"]
+
+
+def _odd_run(seed: int = 3) -> TraceRun:
+    rng = random.Random(seed)
+    traces: dict[str, Trace] = {}
+    errors: dict[str, str] = {}
+    for q in range(40):
+        qid = rng.choice(["q", "q two", "q%", "q\u00a0", "q\u00e9"]) + str(q)
+        if q % 11 == 5:
+            errors[qid] = "timeout"
+            continue
+        n = rng.randint(0, 14)
+        ids = [rng.choice(ODD_IDS) + str(rng.randint(0, 6)) for _ in range(n)]  # repeats too
+        scores = sorted((rng.uniform(-3, 3) for _ in ids), reverse=True)
+        k = rng.choice([5, 9, 30])  # the trace's own k: below and above its length
+        traces[qid] = Trace(qid, ids, scores, k)
+    return TraceRun("odd run", "odd.jsonl", 30, traces, errors)
+
+
+@pytest.mark.parametrize("chunk", [1, 4, 1000])
+@pytest.mark.parametrize("k", [3, 8, 30])
+def test_encoded_writer_writes_what_the_per_trace_writer_writes(tmp_path: Path, chunk: int,
+                                                                k: int) -> None:
+    run = _odd_run()
+    path = tmp_path / "odd.jsonl"
+    write_traces_jsonl(path, run)
+    read = read_traces(path)
+    assert read.duplicates_dropped > 0  # the fixture repeats ids
+    qids = [q for q in read.traces if not q.endswith(("3", "7"))]  # some are not exported
+    random.Random(k).shuffle(qids)  # the file is out of the export's order
+    tag = trec_id(run.name)
+    want, got = tmp_path / "per_trace.txt", tmp_path / "encoded.txt"
+    cut = [Trace(q, read.traces[q].ids[:k], read.traces[q].scores[:k], k) for q in qids]
+    n_want = write_trec_traces(want, cut, tag)
+    n_got = write_trec_encoded(got, iter_encoded_chunks(path, chunk_queries=chunk), qids, k,
+                               tag, str(path))
+    assert n_got == n_want > 0
+    assert got.read_bytes() == want.read_bytes()
+
+
+def test_encoded_writer_without_repeats_needs_no_dedupe(tmp_path: Path) -> None:
+    run = _odd_run(seed=8)
+    for t in run.traces.values():
+        seen: set[str] = set()
+        keep = [i for i, d in enumerate(t.ids) if not (d in seen or seen.add(d))]
+        t.ids, t.scores = [t.ids[i] for i in keep], [t.scores[i] for i in keep]
+    path = tmp_path / "odd.jsonl"
+    write_traces_jsonl(path, run)
+    read = read_traces(path)
+    assert read.duplicates_dropped == 0
+    qids = list(read.traces)
+    want, got = tmp_path / "per_trace.txt", tmp_path / "encoded.txt"
+    write_trec_traces(want, [Trace(q, t.ids[:8], t.scores[:8], 8)
+                             for q, t in read.traces.items()], "tag")
+    write_trec_encoded(got, iter_encoded_chunks(path, chunk_queries=7), qids, 8, "tag",
+                       str(path), dedupe=False)
+    assert got.read_bytes() == want.read_bytes()
+
+
+def test_encoded_writer_names_a_query_the_file_lacks(tmp_path: Path) -> None:
+    path = tmp_path / "odd.jsonl"
+    write_traces_jsonl(path, _odd_run())
+    qids = [*read_traces(path).traces, "never traced"]
+    with pytest.raises(InputError, match="never traced") as ei:
+        write_trec_encoded(tmp_path / "run.txt", iter_encoded_chunks(path), qids, 10, "tag",
+                           str(path))
+    assert ei.value.file == str(path)
+
+
+def test_audit_trec_files_alike_with_and_without_pyarrow(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """The export with pyarrow's columns and the per-trace export used without pyarrow (and
+    for runs in memory) write the same files."""
+    tp, lp, gp = _files(tmp_path)
+    calls = []
+    encoded = core.write_trec_encoded
+    monkeypatch.setattr(core, "write_trec_encoded",
+                        lambda *a, **kw: calls.append(kw) or encoded(*a, **kw))
+    with_arrow = core.audit([tp], lp, gp, tmp_path / "arrow", n_resamples=20)
+    assert len(calls) == 1 and calls[0]["dedupe"]  # the columns wrote run.txt (repeats in it)
+    monkeypatch.setattr(core, "arrow_available", lambda: False)
+    monkeypatch.setattr(core, "write_trec_encoded", None)  # must not be reached
+    without = core.audit([tp], lp, gp, tmp_path / "plain", n_resamples=20)
+    assert with_arrow.files == without.files
+    trec = sorted(p.relative_to(tmp_path / "arrow") for p in (tmp_path / "arrow").rglob("*.txt"))
+    assert len(trec) == 4
+    for f in trec:
+        assert (tmp_path / "arrow" / f).read_bytes() == (tmp_path / "plain" / f).read_bytes(), f
