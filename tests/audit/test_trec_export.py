@@ -119,3 +119,21 @@ def test_audit_trec_files_alike_with_and_without_pyarrow(tmp_path: Path,
     assert len(trec) == 4
     for f in trec:
         assert (tmp_path / "arrow" / f).read_bytes() == (tmp_path / "plain" / f).read_bytes(), f
+
+
+def test_lines_longer_than_a_json_block_read_alike(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """pyarrow reads JSONL in blocks of JSON_BLOCK bytes; a line longer than a block is left
+    to the careful reading, with the same outputs (scores, TREC files)."""
+    from twistbench.audit import traces
+
+    tp, lp, gp = _files(tmp_path)
+    assert max(len(line) for line in tp.read_bytes().splitlines()) > 600
+    big = core.audit([tp], lp, gp, tmp_path / "big", n_resamples=20)
+    monkeypatch.setattr(traces, "JSON_BLOCK", 600)
+    small = core.audit([tp], lp, gp, tmp_path / "small", n_resamples=20)
+    assert big.as_dict()["runs"][0]["full"] == small.as_dict()["runs"][0]["full"]
+    for f in sorted((tmp_path / "big").rglob("*")):
+        if f.is_file() and f.name != "audit.json":
+            rel = f.relative_to(tmp_path / "big")
+            assert f.read_bytes() == (tmp_path / "small" / rel).read_bytes(), rel
