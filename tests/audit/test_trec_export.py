@@ -100,25 +100,52 @@ def test_encoded_writer_names_a_query_the_file_lacks(tmp_path: Path) -> None:
     assert ei.value.file == str(path)
 
 
-def test_audit_trec_files_alike_with_and_without_pyarrow(tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The export with pyarrow's columns and the per-trace export used without pyarrow (and
-    for runs in memory) write the same files."""
+def test_audit_trec_files_alike_three_ways(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.txt written as the scoring reads the file (TrecTee: run a, in gold order), from
+    pyarrow's columns on a second reading (run b, out of gold order: the tee stops) and per
+    trace without pyarrow: the same files."""
     tp, lp, gp = _files(tmp_path)
+    a = read_traces(tp)
+    bp = tmp_path / "b.jsonl"
+    write_traces_jsonl(bp, TraceRun("b", str(bp), a.k, dict(reversed(a.traces.items())),
+                                    dict(a.errors)))
     calls = []
     encoded = core.write_trec_encoded
     monkeypatch.setattr(core, "write_trec_encoded",
-                        lambda *a, **kw: calls.append(kw) or encoded(*a, **kw))
-    with_arrow = core.audit([tp], lp, gp, tmp_path / "arrow", n_resamples=20)
-    assert len(calls) == 1 and calls[0]["dedupe"]  # the columns wrote run.txt (repeats in it)
+                        lambda *a, **kw: calls.append(a[3]) or encoded(*a, **kw))
+    with_arrow = core.audit([tp, bp], lp, gp, tmp_path / "arrow", names=["a", "b"],
+                            n_resamples=20)
+    assert len(calls) == 1 and calls[0] == 20  # only b's file was read again (at k = 20)
+    assert not list(tmp_path.glob(".twist-audit-*"))  # the tee's folder is gone
     monkeypatch.setattr(core, "arrow_available", lambda: False)
     monkeypatch.setattr(core, "write_trec_encoded", None)  # must not be reached
-    without = core.audit([tp], lp, gp, tmp_path / "plain", n_resamples=20)
+    without = core.audit([tp, bp], lp, gp, tmp_path / "plain", names=["a", "b"],
+                         n_resamples=20)
     assert with_arrow.files == without.files
     trec = sorted(p.relative_to(tmp_path / "arrow") for p in (tmp_path / "arrow").rglob("*.txt"))
-    assert len(trec) == 4
+    assert len(trec) == 8
     for f in trec:
         assert (tmp_path / "arrow" / f).read_bytes() == (tmp_path / "plain" / f).read_bytes(), f
+
+
+def test_tee_cut_at_a_given_k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With k given, the tee cuts each trace at it (as the export does)."""
+    tp, lp, gp = _files(tmp_path)
+    monkeypatch.setattr(core, "write_trec_encoded", None)  # the tee's file is the export
+    core.audit([tp], lp, gp, tmp_path / "tee", k=6, names=["a b"], n_resamples=20)
+    read = read_traces(tp)
+    want = tmp_path / "want.txt"
+    qids = [q for q in json_qids(gp) if q in read.traces]
+    write_trec_traces(want, [Trace(q, read.traces[q].ids[:6], read.traces[q].scores[:6], 6)
+                             for q in qids], trec_id("a b"))
+    assert (tmp_path / "tee" / "trec" / "a_b" / "run.txt").read_bytes() == want.read_bytes()
+
+
+def json_qids(gold_path: Path) -> list[str]:
+    import json
+
+    return [json.loads(line)["query_id"] for line in gold_path.read_text().splitlines()]
 
 
 def test_lines_longer_than_a_json_block_read_alike(tmp_path: Path,

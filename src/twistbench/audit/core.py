@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -66,6 +67,7 @@ from twistbench.audit.traces import (
     Lineage,
     Trace,
     TraceRun,
+    TrecTee,
     Unusual,
     _open,
     arrow_available,
@@ -175,9 +177,10 @@ def contested_index(lin: LineageFile, memories: set[tuple[str, str]],
 
 
 def _score(run: AuditRun, lineage: CodedLineage, gold: CodedGold, k: int | None,
-           variant: str) -> TraceScores:
+           variant: str, tee: TrecTee | None = None) -> TraceScores:
     if isinstance(run, TraceFile):
-        rs = score_files(run.path, lineage, gold, k, variant, fmt=run.fmt, name=run.name)
+        rs = score_files(run.path, lineage, gold, k, variant, fmt=run.fmt, name=run.name,
+                         on_chunk=tee)
         if arrow_available():
             release_arrow_memory()  # the file's batches are gone
         return rs
@@ -569,23 +572,66 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
     if dup:
         raise InputError(runs[0][0].path, f"run name(s) {sorted(dup)} used twice",
                          expected="distinct run names (pass names=...)")
+    # the TREC run of a trace file is written while its scoring reads it (TrecTee), into a
+    # folder of our own until the outputs are written (nothing half-written on an error)
+    tee_dir = Path(tempfile.mkdtemp(prefix=".twist-audit-", dir=_near(out_dir))) \
+        if out_dir is not None and export_trec and any(map(_teeable, (r for r, _ in runs))) \
+        else None
+    try:
+        return _audit_runs(runs, gold, out_dir, tee_dir, metric_variant=metric_variant,
+                           n_resamples=n_resamples, seed=seed, k=k, confidence=confidence,
+                           min_change=min_change, pairs=pairs, groups=groups, labels=labels,
+                           export_trec=export_trec, on_stage=on_stage)
+    finally:
+        if tee_dir is not None:
+            shutil.rmtree(tee_dir, ignore_errors=True)
+
+
+def _near(out_dir: str | Path) -> str | None:
+    """Where the audit's own temporary folder goes: beside `out_dir` when that folder's
+    parent exists (a file moves there without a copy), else the system's."""
+    parent = Path(out_dir).resolve().parent
+    return str(parent) if parent.is_dir() else None
+
+
+def _teeable(run: AuditRun) -> bool:
+    """A trace file pyarrow reads (JSONL or Parquet): its TREC run is written as it is read."""
+    return isinstance(run, TraceFile) and arrow_available() and \
+        trace_format(Path(run.path), run.fmt) != "trec"
+
+
+def _audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
+                out_dir: str | Path | None, tee_dir: Path | None, *, metric_variant: str,
+                n_resamples: int, seed: int, k: int | None, confidence: float,
+                min_change: float, pairs: Sequence[tuple[str, str]] | None,
+                groups: Mapping[str, Sequence[str]] | None, labels: Sequence[str | Path],
+                export_trec: bool, on_stage: OnStage | None) -> AuditResult:
+    names = [r.name for r, _ in runs]
     scores: dict[str, TraceScores] = {}
     coded: dict[int, CodedLineage] = {}
     coded_gold: dict[int, CodedGold] = {}
+    tees: dict[str, TrecTee] = {}
     with _stage(on_stage, "code lineage + read and rescore traces (3 targets x 3 metrics)"):
-        for run, lin in runs:
+        for i, (run, lin) in enumerate(runs):
             key = id(lin)
             if key not in coded:
                 coded[key] = _coded_lineage(lin)
                 with bulk_build():
                     coded_gold[key] = code_gold(gold, coded[key])
-            scores[run.name] = _score(run, coded[key], coded_gold[key], k, metric_variant)
+            if tee_dir is not None and _teeable(run):
+                # cut at k when given; else the export's k is the largest any run declares,
+                # which cuts no trace below its own k
+                tees[run.name] = TrecTee(tee_dir / f"{i}.txt", coded_gold[key].index, k,
+                                         trec_id(run.name))
+            scores[run.name] = _score(run, coded[key], coded_gold[key], k, metric_variant,
+                                      tees.get(run.name))
         # default k: the largest any run declares; a run scored at another k is scored again
         kk = int(k or max((rs.trace_k for rs in scores.values()), default=0) or 60)
         for run, lin in runs:
             if scores[run.name].k != kk:
                 scores[run.name] = _score(run, coded[id(lin)], coded_gold[id(lin)], kk,
                                           metric_variant)
+        prewritten = {n: tee.path for n, tee in tees.items() if tee.finish(scores[n].qids)}
     cfg = AuditConfig(kk, metric_variant, VARIANTS[metric_variant], n_resamples, seed,
                       confidence, min_change)
     by_name = {r.name: (r, lin) for r, lin in runs}
@@ -678,7 +724,7 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
 
     if out_dir is not None:
         _write_outputs(Path(out_dir), result, runs, gold, cases, export_trec, on_stage, coded,
-                       coded_gold)
+                       coded_gold, prewritten)
     return result
 
 
@@ -687,7 +733,8 @@ def _write_outputs(out: Path, result: AuditResult,
                    gold: Gold, cases: list[ct.ContestedCase], export_trec: bool,
                    on_stage: OnStage | None = None,
                    coded: Mapping[int, CodedLineage] | None = None,
-                   coded_gold: Mapping[int, CodedGold] | None = None) -> None:
+                   coded_gold: Mapping[int, CodedGold] | None = None,
+                   prewritten: Mapping[str, Path] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     files = {"json": "audit.json", "markdown": "audit.md", "per_query": "per_query.jsonl",
              "contested_cases": "contested_cases.jsonl",
@@ -704,7 +751,8 @@ def _write_outputs(out: Path, result: AuditResult,
         files["trec"] = "trec/"
         with _stage(on_stage, "write TREC run + qrels files"):
             export_trec_files(out / "trec", runs, gold, result.config.k, coded=coded,
-                              coded_gold=coded_gold, scored=result.scores)
+                              coded_gold=coded_gold, scored=result.scores,
+                              prewritten=prewritten)
     result.files = files
     with _stage(on_stage, "write audit.json + audit.md"):
         (out / files["json"]).write_text(json.dumps(result.as_dict(), indent=1, sort_keys=True)
@@ -742,6 +790,7 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
                       coded: Mapping[int, CodedLineage] | None = None,
                       coded_gold: Mapping[int, CodedGold] | None = None,
                       scored: Mapping[str, TraceScores] | None = None,
+                      prewritten: Mapping[str, Path] | None = None,
                       ) -> dict[str, dict[str, str]]:
     """Per run: trec/<run>/run.txt and qrels.<raw|src|can>.txt (binary, eligible ids only).
 
@@ -750,7 +799,8 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
     without any eligible id under a target have no qrels line there (and are not scored).
     coded / coded_gold: id(lineage) -> its CodedLineage / CodedGold, where the caller has them;
     scored: run name -> its TraceScores (their scored queries are the ones exported). A trace
-    file streams into run.txt (it is not held).
+    file streams into run.txt (it is not held). prewritten: run name -> its run.txt written
+    already (a TrecTee's, at `k` in rank mode), moved into place.
     """
     out = Path(out)
     written: dict[str, dict[str, str]] = {}
@@ -789,7 +839,12 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
                 for t in TARGETS:
                     shutil.copyfile(qrels_of[key] / f"qrels.{t}.txt", d / f"qrels.{t}.txt")
         files = {"run": str(d / "run.txt")}
-        columnar = _write_run_columnar(d / "run.txt", run, qids, k, score_mode, rs)
+        if prewritten and run.name in prewritten and score_mode == "rank":
+            d.mkdir(parents=True, exist_ok=True)
+            shutil.move(prewritten[run.name], d / "run.txt")
+            columnar: bool | None = True
+        else:
+            columnar = _write_run_columnar(d / "run.txt", run, qids, k, score_mode, rs)
         if not columnar:
             try:  # None: pyarrow may still read the traces (when installed)
                 write_trec_traces(d / "run.txt", map(_cut, _traces_in_order(

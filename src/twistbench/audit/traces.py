@@ -38,7 +38,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
@@ -1240,25 +1240,131 @@ def _arrow_trec_tokens(values: Any, pa: Any, pc: Any) -> Any:
     return pa.array(tokens, pa.string())
 
 
+class _TrecLines:
+    """Builds the TREC run lines (score_mode "rank") of EncodedChunks with pyarrow: query token
+    + memory token + " rank score tag" taken from tables of the distinct values and joined
+    element-wise, no Python object per line; the bytes are those of write_trec_traces."""
+
+    def __init__(self, tag: str) -> None:
+        # pyarrow is optional (the parquet extra): imported where it is used
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.pa, self.pc, self.tag = pa, pc, tag
+        self.tails: list[str] = []  # " rank score tag\n" of each (length, rank) met so far
+        self.tail_start = np.full(1, -1, dtype=np.int64)  # length -> its first entry in tails
+        self.tail_arr = pa.array([], pa.string())
+
+    def build(self, ch: EncodedChunk, keep: np.ndarray, k: int | None,
+              dedupe: bool) -> tuple[memoryview, np.ndarray, int]:
+        """The lines of the queries `keep` of `ch` (each trace as read_traces reads it: cut
+        at its own k, a repeated id dropped; then cut at `k`) as one buffer, the byte offsets
+        where each kept query's lines start (and the last ones end), and the line count."""
+        pa, pc = self.pa, self.pc
+        lengths, ids = ch.lengths, ch.ids
+        rows = np.flatnonzero(keep).tolist()
+        if len(rows) < lengths.size:
+            ids = ids[np.repeat(keep, lengths)]
+            lengths = lengths[keep]
+        row_of = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+        if dedupe and ids.size:  # the first rank of a repeated id is kept
+            first = np.unique(row_of * max(len(ch.vocab), 1) + ids, return_index=True)[1]
+            if first.size < ids.size:
+                first.sort()
+                ids, row_of = ids[first], row_of[first]
+                lengths = np.bincount(row_of, minlength=len(rows))
+        if k is not None and lengths.size and int(lengths.max()) > k:
+            cut = np.minimum(lengths, k)
+            keep_ids = np.repeat(np.cumsum(lengths) - lengths, cut) + _ranks(cut)
+            ids, row_of, lengths = ids[keep_ids], row_of[keep_ids], cut
+        longest = int(lengths.max()) if lengths.size else 0
+        if longest >= self.tail_start.size:
+            self.tail_start = np.concatenate(
+                (self.tail_start, np.full(longest + 1 - self.tail_start.size, -1, np.int64)))
+        new = [x for x in np.unique(lengths).tolist() if x and self.tail_start[x] < 0]
+        for size in new:
+            self.tail_start[size] = len(self.tails)
+            self.tails.extend(f" {r} {float(size - r + 1)!r} {self.tag}\n"
+                              for r in range(1, size + 1))
+        if new:
+            self.tail_arr = pa.array(self.tails, pa.string())
+        ends = np.concatenate(([0], np.cumsum(lengths)))
+        if not ids.size:  # every kept trace is empty: no line
+            return memoryview(b""), np.zeros(len(rows) + 1, dtype=np.int64), 0
+        vocab = ch.vocab_arrow if ch.vocab_arrow is not None else pa.array(ch.vocab, pa.string())
+        heads = pa.array([trec_id(ch.qids[i]) + " Q0 " for i in rows], pa.string())
+        lines = pc.binary_join_element_wise(
+            pc.take(heads, row_of), pc.take(_arrow_trec_tokens(vocab, pa, pc), ids),
+            pc.take(self.tail_arr, np.repeat(self.tail_start[lengths], lengths) + _ranks(lengths)),
+            "")
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32,
+                                count=len(lines) + 1 + lines.offset)[lines.offset:]
+        return memoryview(lines.buffers()[2]), offsets[ends].astype(np.int64), len(lines)
+
+
+class TrecTee:
+    """The TREC run (score_mode "rank") of a JSONL or Parquet trace file written while its
+    scoring reads it (called with each of pyarrow's chunks; None: that reading stopped), so
+    the export need not read the file again. The gold queries' traces are written in file
+    order, each cut at `k` (None: at its own k only); that is the export's file when the file
+    lists them in gold order (the export's order), which `finish` tells. Otherwise (or when
+    the reading stopped) the writing stops and the export reads the file again."""
+
+    def __init__(self, path: str | Path, gold_index: Mapping[str, int], k: int | None,
+                 tag: str) -> None:
+        self.path = Path(path)
+        self._fh: BinaryIO | None = open(self.path, "wb")
+        self._index, self._k = gold_index, k
+        self._lines = _TrecLines(tag)
+        self._last = -1  # the gold position of the last query written
+        self._queries = 0
+
+    def __call__(self, ch: EncodedChunk | None) -> None:
+        if self._fh is None:
+            return
+        if ch is None:
+            self._stop()
+            return
+        pos = np.fromiter(map(self._index.get, ch.qids, repeat(-1)), dtype=np.int64,
+                          count=len(ch.qids))
+        keep = pos >= 0  # queries outside gold are not exported
+        pos = pos[keep]
+        if not pos.size:
+            return
+        if pos[0] <= self._last or (pos.size > 1 and bool((np.diff(pos) <= 0).any())):
+            self._stop()  # not in gold order
+            return
+        self._last = int(pos[-1])
+        self._queries += int(pos.size)
+        data, bounds, _ = self._lines.build(ch, keep, self._k, dedupe=True)
+        self._fh.write(data[bounds[0]:bounds[-1]])
+
+    def _stop(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        self._queries = -1
+
+    def finish(self, qids: Sequence[str]) -> bool:
+        """True when the file written is the export of `qids` (the run's scored queries, in
+        gold order: every one written, in that order)."""
+        ok = self._fh is not None and self._queries == len(qids)
+        self._stop()
+        return ok
+
+
 def write_trec_encoded(path: str | Path, chunks: Iterable[EncodedChunk], qids: Sequence[str],
                        k: int, tag: str, source: str, dedupe: bool = True) -> int:
     """The TREC run (score_mode "rank") of the traces in `chunks`, for the queries `qids` in
     that order: byte for byte what write_trec_traces writes for the same traces (each cut at
-    its own k, a repeated id dropped, then cut at `k`). The lines of a chunk are built by
-    pyarrow (query token + memory token + " rank score tag" taken from tables of the distinct
-    values, joined element-wise) and written with one write per chunk; queries read ahead of
-    their turn are held as their bytes until it comes. dedupe=False: the caller knows no trace
-    repeats an id (the scoring dropped none). `source` names the trace file in errors."""
-    # pyarrow is optional (the parquet extra): imported where it is used
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
+    its own k, a repeated id dropped, then cut at `k`), one write per chunk (_TrecLines);
+    queries read ahead of their turn are held as their bytes until it comes. dedupe=False:
+    the caller knows no trace repeats an id (the scoring dropped none). `source` names the
+    trace file in errors."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     position = {q: i for i, q in enumerate(qids)}
-    tails: list[str] = []  # " rank score tag\n" of each (length, rank) met so far
-    tail_start = np.full(k + 1, -1, dtype=np.int64)  # length -> its first entry in tails
-    tail_arr = pa.array([], pa.string())
+    builder = _TrecLines(tag)
     ahead: dict[int, bytes] = {}
     done = 0  # qids[:done] are written
     n = 0
@@ -1266,53 +1372,18 @@ def write_trec_encoded(path: str | Path, chunks: Iterable[EncodedChunk], qids: S
         for ch in chunks:
             pos = np.fromiter(map(position.get, ch.qids, repeat(-1)), dtype=np.int64,
                               count=len(ch.qids))
-            keep = pos >= done  # an unwanted query, or one written already (a repeat)
-            lengths, ids = ch.lengths, ch.ids
-            if not keep.all():
-                ids = ids[np.repeat(keep, lengths)]
-                lengths = lengths[keep]
-                pos = pos[keep]
-            rows = np.flatnonzero(keep).tolist()
-            if not rows:
+            keep = pos >= done  # not: an unwanted query, or one written already (a repeat)
+            if not keep.any():
                 continue
-            row_of = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
-            if dedupe and ids.size:  # the first rank of a repeated id is kept
-                first = np.unique(row_of * max(len(ch.vocab), 1) + ids, return_index=True)[1]
-                if first.size < ids.size:
-                    first.sort()
-                    ids, row_of = ids[first], row_of[first]
-                    lengths = np.bincount(row_of, minlength=len(rows))
-            if lengths.size and int(lengths.max()) > k:
-                cut = np.minimum(lengths, k)
-                keep_ids = np.repeat(np.cumsum(lengths) - lengths, cut) + _ranks(cut)
-                ids, row_of, lengths = ids[keep_ids], row_of[keep_ids], cut
-            new = [int(x) for x in np.unique(lengths).tolist() if x and tail_start[x] < 0]
-            for size in new:
-                tail_start[size] = len(tails)
-                tails.extend(f" {r} {float(size - r + 1)!r} {tag}\n" for r in range(1, size + 1))
-            if new:
-                tail_arr = pa.array(tails, pa.string())
-            vocab = ch.vocab_arrow if ch.vocab_arrow is not None else \
-                pa.array(ch.vocab, pa.string())
-            heads = pa.array([trec_id(ch.qids[i]) + " Q0 " for i in rows], pa.string())
-            lines = pc.binary_join_element_wise(
-                pc.take(heads, row_of), pc.take(_arrow_trec_tokens(vocab, pa, pc), ids),
-                pc.take(tail_arr, np.repeat(tail_start[lengths], lengths) + _ranks(lengths)),
-                "")
-            n += len(lines)
-            if len(lines):
-                offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32,
-                                        count=len(lines) + 1 + lines.offset)[lines.offset:]
-                data = memoryview(lines.buffers()[2])
-            else:  # every kept trace is empty: no line, the queries' turns still pass
-                offsets, data = np.zeros(1, dtype=np.int32), memoryview(b"")
+            pos = pos[keep]
+            data, bounds, lines = builder.build(ch, keep, k, dedupe)
+            n += lines
             if pos[0] == done and (pos.size == 1 or bool((np.diff(pos) == 1).all())):
-                fh.write(data[offsets[0]:offsets[-1]])  # the usual case: the chunk in order
+                fh.write(data[bounds[0]:bounds[-1]])  # the usual case: the chunk in order
                 done += pos.size
             else:
-                ends = np.concatenate(([0], np.cumsum(lengths))).tolist()
                 for j, p in enumerate(pos.tolist()):
-                    ahead[p] = bytes(data[offsets[ends[j]]:offsets[ends[j + 1]]])
+                    ahead[p] = bytes(data[bounds[j]:bounds[j + 1]])
             while done in ahead:
                 fh.write(ahead.pop(done))
                 done += 1
