@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shutil
 import tempfile
 import time
@@ -761,22 +762,43 @@ def _write_outputs(out: Path, result: AuditResult,
 
 
 _ROW_JSON = json.JSONEncoder(sort_keys=True).encode  # json.dumps(row, sort_keys=True), reused
+_SLOT = re.compile(r'"@(\d+)@"')
+
+
+def _json_float(v: float) -> str:
+    """A float as json.dumps writes it (NaN = targetless: null)."""
+    if v != v:
+        return "null"
+    if math.isinf(v):
+        return "Infinity" if v > 0 else "-Infinity"
+    return float.__repr__(v)
 
 
 def _per_query_lines(rs: TraceScores) -> Iterator[str]:
     """per_query.jsonl lines of one run: scored queries (gold order), then errors, then missing.
 
-    The per-query arrays become Python lists once (NaN = targetless -> null) instead of one
-    numpy scalar per cell."""
-    cols = {t: (rs.n_rel[t].tolist(), rs.first_hit[t].tolist(),
-                {m: [None if v != v else v for v in rs.scores[t][m].tolist()] for m in METRICS})
-            for t in TARGETS}
-    for i, q in enumerate(rs.qids):
-        row: dict[str, Any] = {"run": rs.name, "query_id": q, "category": rs.categories[i]}
-        for t, (n_rel, first, metric) in cols.items():
-            row[t] = {"eligible": n_rel[i], "first_hit": first[i],
-                      **{m: vals[i] for m, vals in metric.items()}}
-        yield _ROW_JSON(row) + "\n"
+    Each line is json.dumps(row, sort_keys=True); the scored queries' lines are one template
+    (json.dumps of a row whose values are slots, so keys, order and separators are its own)
+    filled per query with the JSON text of each field, computed a column at a time."""
+    fields: list[list[str]] = []
+
+    def slot(texts: list[str]) -> str:
+        fields.append(texts)
+        return f"@{len(fields) - 1}@"
+
+    # every value is a slot (the run name too: no name can pass for a slot)
+    row: dict[str, Any] = {"run": slot([_ROW_JSON(rs.name)] * len(rs.qids)),
+                           "query_id": slot(list(map(_ROW_JSON, rs.qids))),
+                           "category": slot(list(map(_ROW_JSON, rs.categories)))}
+    for t in TARGETS:
+        row[t] = {"eligible": slot(list(map(int.__repr__, rs.n_rel[t].tolist()))),
+                  "first_hit": slot(list(map(int.__repr__, rs.first_hit[t].tolist()))),
+                  **{m: slot(list(map(_json_float, rs.scores[t][m].tolist())))
+                     for m in METRICS}}
+    template = _ROW_JSON(row).replace("%", "%%")
+    order = [int(i) for i in _SLOT.findall(template)]
+    template = _SLOT.sub("%s", template) + "\n"
+    yield from map(template.__mod__, zip(*(fields[i] for i in order)))
     for q, err in rs.errors.items():
         yield json.dumps({"run": rs.name, "query_id": q, "error": err}) + "\n"
     for q in rs.missing:

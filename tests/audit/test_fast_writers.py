@@ -1,8 +1,11 @@
-"""The TREC run export from pyarrow's columns (write_trec_encoded) writes byte for byte what the
-per-trace writer (write_trec_traces) writes: odd ids and query ids (whitespace of every kind,
-'%', quotes, non-ASCII), repeated ids, traces past k, a declared k, empty traces, failed
-queries, queries outside the export, a file out of export order, chunks of any size; and
-`twist audit`'s TREC files are the same with pyarrow and without it."""
+"""The audit's fast writers write byte for byte what the plain ones write.
+
+TREC run export: from pyarrow's columns (write_trec_encoded) and while the scoring reads the
+file (TrecTee), the same as the per-trace writer (write_trec_traces): odd ids and query ids
+(whitespace of every kind, '%', quotes, non-ASCII), repeated ids, traces past k, a declared k,
+empty traces, failed queries, queries outside the export, a file out of export order, chunks of
+any size; `twist audit`'s TREC files the same with pyarrow and without it. per_query.jsonl: one
+template filled per query, the same as json.dumps of each row."""
 
 from __future__ import annotations
 
@@ -164,3 +167,33 @@ def test_lines_longer_than_a_json_block_read_alike(tmp_path: Path,
         if f.is_file() and f.name != "audit.json":
             rel = f.relative_to(tmp_path / "big")
             assert f.read_bytes() == (tmp_path / "small" / rel).read_bytes(), rel
+
+
+def test_per_query_lines_are_json_dumps_of_each_row() -> None:
+    """per_query.jsonl's lines (one template filled per query) are json.dumps(row,
+    sort_keys=True) of each query's row, NaN (targetless) as null, whatever the names hold."""
+    import json
+    import math
+
+    from synth import make_inputs
+
+    from twistbench.audit.metrics import METRICS, rescore
+    from twistbench.audit.targets import TARGETS
+
+    run, lin, gold = make_inputs(seed=4, n_queries=50)
+    rs = rescore(run, lin, gold, k=10)
+    rs.name = 'run "@0@" 100% \u00e9'
+    odd = ["@1@", "q %s", 'q "x"', "caf\u00e9", "tab\t", "\U0001f600", "%%", "@@"]
+    rs.qids = [odd[i % len(odd)] + str(i) for i in range(len(rs.qids))]
+    rs.categories = [None if i % 5 == 0 else odd[-i % len(odd)] for i in range(len(rs.qids))]
+    assert any(math.isnan(v) for t in TARGETS for v in rs.scores[t]["recall"].tolist())
+    want = []
+    for i, q in enumerate(rs.qids):
+        row = {"run": rs.name, "query_id": q, "category": rs.categories[i]}
+        for t in TARGETS:
+            row[t] = {"eligible": int(rs.n_rel[t][i]), "first_hit": int(rs.first_hit[t][i]),
+                      **{m: None if math.isnan(v) else v
+                         for m in METRICS for v in [float(rs.scores[t][m][i])]}}
+        want.append(json.dumps(row, sort_keys=True) + "\n")
+    got = list(core._per_query_lines(rs))
+    assert got[:len(want)] == want
