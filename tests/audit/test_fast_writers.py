@@ -19,6 +19,7 @@ from twistbench.audit import core
 from twistbench.audit.traces import (
     Trace,
     TraceRun,
+    TrecTee,
     iter_encoded_chunks,
     read_traces,
     trec_id,
@@ -121,10 +122,14 @@ def test_audit_trec_files_alike_three_ways(tmp_path: Path,
                             n_resamples=20)
     assert len(calls) == 1 and calls[0] == 20  # only b's file was read again (at k = 20)
     assert not list(tmp_path.glob(".twist-audit-*"))  # the tee's folder is gone
-    monkeypatch.setattr(core, "arrow_available", lambda: False)
+    _without_pyarrow(monkeypatch)
     monkeypatch.setattr(core, "write_trec_encoded", None)  # must not be reached
+    written = []  # the careful reading's chunks go to the tee
+    monkeypatch.setattr(TrecTee, "finish", lambda self, q, f=TrecTee.finish: written.append(
+        f(self, q)) or written[-1])
     without = core.audit([tp, bp], lp, gp, tmp_path / "plain", names=["a", "b"],
                          n_resamples=20)
+    assert written == [True, False]  # run a's file is the tee's; b is out of gold order
     assert with_arrow.files == without.files
     trec = sorted(p.relative_to(tmp_path / "arrow") for p in (tmp_path / "arrow").rglob("*.txt"))
     assert len(trec) == 8
@@ -132,9 +137,22 @@ def test_audit_trec_files_alike_three_ways(tmp_path: Path,
         assert (tmp_path / "arrow" / f).read_bytes() == (tmp_path / "plain" / f).read_bytes(), f
 
 
-def test_tee_cut_at_a_given_k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """With k given, the tee cuts each trace at it (as the export does)."""
+def _without_pyarrow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The audit as without pyarrow: every module's arrow_available says so."""
+    from twistbench.audit import metrics, targets, traces
+
+    for module in (core, metrics, targets, traces):
+        monkeypatch.setattr(module, "arrow_available", lambda: False)
+
+
+@pytest.mark.parametrize("arrow", [True, False])
+def test_tee_cut_at_a_given_k(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                              arrow: bool) -> None:
+    """With k given, the tee cuts each trace at it (as the export does), from pyarrow's
+    chunks and from the careful reading's."""
     tp, lp, gp = _files(tmp_path)
+    if not arrow:
+        _without_pyarrow(monkeypatch)
     monkeypatch.setattr(core, "write_trec_encoded", None)  # the tee's file is the export
     core.audit([tp], lp, gp, tmp_path / "tee", k=6, names=["a b"], n_resamples=20)
     read = read_traces(tp)

@@ -596,9 +596,8 @@ def _near(out_dir: str | Path) -> str | None:
 
 
 def _teeable(run: AuditRun) -> bool:
-    """A trace file pyarrow reads (JSONL or Parquet): its TREC run is written as it is read."""
-    return isinstance(run, TraceFile) and arrow_available() and \
-        trace_format(Path(run.path), run.fmt) != "trec"
+    """A trace file: its TREC run is written as its scoring reads it (TrecTee)."""
+    return isinstance(run, TraceFile)
 
 
 def _audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,

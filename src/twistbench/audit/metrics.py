@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -190,7 +191,7 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
                 gold: str | Path | CodedGold, k: int | None = None,
                 variant: str = "standard", *, fmt: str | None = None, name: str | None = None,
                 chunk_queries: int = CHUNK_QUERIES, columnar: bool = True,
-                on_chunk: Callable[[EncodedChunk | None], None] | None = None) -> TraceScores:
+                on_chunk: Callable[[Any], None] | None = None) -> TraceScores:
     """Rescore a trace file without holding it: the traces stream by chunks of
     `chunk_queries` queries, each coded, matched and scored, and only the per-query results
     are kept (memory: the coded lineage and gold plus one chunk). The values are those of
@@ -200,8 +201,8 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
     With pyarrow installed (and `columnar`), JSONL and Parquet traces are read by pyarrow on
     one thread into dictionary-encoded columns; anything unusual in the file sends it to the
     orjson reading, which names a defect's line and field exactly as read_traces does.
-    on_chunk: called with each of pyarrow's chunks before it is scored, and with None when
-    the file is not (or no longer) read by pyarrow (a TrecTee writing the TREC run)."""
+    on_chunk: called with each chunk before it is scored, and with None before the careful
+    reading starts the file (a TrecTee writing the TREC run as the file is read)."""
     discounts(1, variant)
     path = Path(traces)
     name = name or run_name(path)
@@ -216,14 +217,17 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
                                     cl, cg, k, variant, name)
             except Unusual:
                 pass  # the careful reading names the defect, or reads what pyarrow would not
-        if on_chunk is not None:
-            on_chunk(None)
         chunks = iter_trace_chunks(path, fmt, chunk_queries, dedupe=False)
+        if on_chunk is not None:
+            on_chunk(None)  # the file is read from its start again
+            chunks = _tee(chunks, on_chunk)
         return score_chunks(chunks, cl, cg, k, variant, name)
 
 
-def _tee(chunks: Iterable[EncodedChunk],
-         on_chunk: Callable[[EncodedChunk | None], None]) -> Iterator[EncodedChunk]:
+_C = TypeVar("_C")
+
+
+def _tee(chunks: Iterable[_C], on_chunk: Callable[[_C | None], None]) -> Iterator[_C]:
     for ch in chunks:
         on_chunk(ch)
         yield ch

@@ -1188,32 +1188,44 @@ def write_trec_traces(path: str | Path, traces: Iterable[Trace], tag: str,
                       score_mode: str = "rank") -> int:
     """Write traces, in the order given, as a TREC run (see write_trec_run); `traces` may be a
     stream, so a run need not be held to be exported."""
-    if score_mode not in ("rank", "original"):
-        raise ValueError(f"score_mode {score_mode!r} (expected 'rank' or 'original')")
+    text = _TrecText(tag, score_mode)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tokens = _TrecTokens()  # each memory id encoded once, not once per line
-    rank_tails: dict[int, list[str]] = {}  # list length -> " rank score tag" per rank (rank mode)
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for t in traces:
-            size = min(len(t.ids), len(t.scores))
-            if not size:
-                continue
-            if score_mode == "rank":
-                if len(t.ids) not in rank_tails:
-                    rank_tails[len(t.ids)] = [f" {r} {float(len(t.ids) - r + 1)!r} {tag}"
-                                              for r in range(1, len(t.ids) + 1)]
-                tails = rank_tails[len(t.ids)][:size]
-            else:
-                tails = [f" {r} {s!r} {tag}" for r, s in enumerate(t.scores[:size], start=1)]
-            head = f"{trec_id(t.query_id)} Q0 "
-            # line = head + token + tail; joined in C (map/join), no Python step per line
-            body = ("\n" + head).join(map(operator.add, map(tokens.__getitem__, t.ids[:size]),
-                                           tails))
-            fh.write(head + body + "\n")
-            n += size
+            fh.write(text.lines(t.query_id, t.ids, t.scores))
+            n += min(len(t.ids), len(t.scores))
     return n
+
+
+class _TrecText:
+    """The TREC run lines of one trace at a time (write_trec_traces), joined in C."""
+
+    def __init__(self, tag: str, score_mode: str = "rank") -> None:
+        if score_mode not in ("rank", "original"):
+            raise ValueError(f"score_mode {score_mode!r} (expected 'rank' or 'original')")
+        self.tag, self.score_mode = tag, score_mode
+        self.tokens = _TrecTokens()  # each memory id encoded once, not once per line
+        self.rank_tails: dict[int, list[str]] = {}  # length -> " rank score tag" per rank
+
+    def lines(self, qid: str, ids: Sequence[str], scores: Sequence[float]) -> str:
+        size = min(len(ids), len(scores))
+        if not size:
+            return ""
+        tag = self.tag
+        if self.score_mode == "rank":
+            if len(ids) not in self.rank_tails:
+                self.rank_tails[len(ids)] = [f" {r} {float(len(ids) - r + 1)!r} {tag}"
+                                             for r in range(1, len(ids) + 1)]
+            tails = self.rank_tails[len(ids)][:size]
+        else:
+            tails = [f" {r} {s!r} {tag}" for r, s in enumerate(scores[:size], start=1)]
+        head = f"{trec_id(qid)} Q0 "
+        # line = head + token + tail; joined in C (map/join), no Python step per line
+        body = ("\n" + head).join(map(operator.add, map(self.tokens.__getitem__, ids[:size]),
+                                      tails))
+        return head + body + "\n"
 
 
 class _TrecTokens(dict):
@@ -1303,27 +1315,36 @@ class _TrecLines:
 
 
 class TrecTee:
-    """The TREC run (score_mode "rank") of a JSONL or Parquet trace file written while its
-    scoring reads it (called with each of pyarrow's chunks; None: that reading stopped), so
-    the export need not read the file again. The gold queries' traces are written in file
-    order, each cut at `k` (None: at its own k only); that is the export's file when the file
-    lists them in gold order (the export's order), which `finish` tells. Otherwise (or when
-    the reading stopped) the writing stops and the export reads the file again."""
+    """The TREC run (score_mode "rank") of a trace file written while its scoring reads it,
+    so the export need not read the file again: called with each chunk the scoring reads
+    (pyarrow's EncodedChunks, or the careful reading's TraceChunks), and with None when the
+    scoring starts the file again (the careful reading after pyarrow's): the writing starts
+    over. The gold queries' traces are written in file order, each as read_traces reads it
+    (cut at its own k, a repeated id dropped) and cut at `k` (None: at its own k only); that
+    is the export's file when the file lists them in gold order (the export's order), which
+    `finish` tells. Otherwise the writing stops and the export reads the file again."""
 
     def __init__(self, path: str | Path, gold_index: Mapping[str, int], k: int | None,
                  tag: str) -> None:
         self.path = Path(path)
-        self._fh: BinaryIO | None = open(self.path, "wb")
-        self._index, self._k = gold_index, k
-        self._lines = _TrecLines(tag)
+        self._index, self._k, self._tag = gold_index, k, tag
+        self._fh: BinaryIO | None = None
+        self._start()
+
+    def _start(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        self._fh = open(self.path, "wb")
+        self._columns: _TrecLines | None = None
+        self._text: _TrecText | None = None
         self._last = -1  # the gold position of the last query written
         self._queries = 0
 
-    def __call__(self, ch: EncodedChunk | None) -> None:
-        if self._fh is None:
-            return
+    def __call__(self, ch: EncodedChunk | TraceChunk | None) -> None:
         if ch is None:
-            self._stop()
+            self._start()
+            return
+        if self._fh is None:
             return
         pos = np.fromiter(map(self._index.get, ch.qids, repeat(-1)), dtype=np.int64,
                           count=len(ch.qids))
@@ -1336,8 +1357,22 @@ class TrecTee:
             return
         self._last = int(pos[-1])
         self._queries += int(pos.size)
-        data, bounds, _ = self._lines.build(ch, keep, self._k, dedupe=True)
-        self._fh.write(data[bounds[0]:bounds[-1]])
+        if isinstance(ch, EncodedChunk):
+            self._columns = self._columns or _TrecLines(self._tag)
+            data, bounds, _ = self._columns.build(ch, keep, self._k, dedupe=True)
+            self._fh.write(data[bounds[0]:bounds[-1]])
+            return
+        self._text = self._text or _TrecText(self._tag)
+        k = self._k
+        parts = []
+        for i in np.flatnonzero(keep).tolist():
+            ids, scores = ch.ids[i], ch.scores[i]
+            if not ch.deduped and len(set(ids)) != len(ids):
+                ids, scores, _ = _dedupe(ids, scores)
+            if k is not None and len(ids) > k:
+                ids, scores = ids[:k], scores[:k]
+            parts.append(self._text.lines(ch.qids[i], ids, scores))
+        self._fh.write("".join(parts).encode("utf-8"))
 
     def _stop(self) -> None:
         if self._fh is not None:
