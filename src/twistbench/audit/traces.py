@@ -1363,22 +1363,22 @@ class TrecTee:
             self._fh.write(data[bounds[0]:bounds[-1]])
             return
         self._text = self._text or _TrecText(self._tag)
-        k = self._k
-        parts = []
-        for i in np.flatnonzero(keep).tolist():
+        k, write, lines = self._k, self._fh.write, self._text.lines
+        for i in np.flatnonzero(keep).tolist():  # a write per query: no chunk-sized string
             ids, scores = ch.ids[i], ch.scores[i]
             if not ch.deduped and len(set(ids)) != len(ids):
                 ids, scores, _ = _dedupe(ids, scores)
             if k is not None and len(ids) > k:
                 ids, scores = ids[:k], scores[:k]
-            parts.append(self._text.lines(ch.qids[i], ids, scores))
-        self._fh.write("".join(parts).encode("utf-8"))
+            write(lines(ch.qids[i], ids, scores).encode("utf-8"))
+        self._text.tokens.clear()  # the chunk's ids: not held while the scoring goes on
 
     def _stop(self) -> None:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
         self._queries = -1
+        self._columns = self._text = None
 
     def finish(self, qids: Sequence[str]) -> bool:
         """True when the file written is the export of `qids` (the run's scored queries, in
