@@ -215,3 +215,15 @@ def test_per_query_lines_are_json_dumps_of_each_row() -> None:
         want.append(json.dumps(row, sort_keys=True) + "\n")
     got = list(core._per_query_lines(rs))
     assert got[:len(want)] == want
+
+
+def test_nothing_left_behind_on_bad_input(tmp_path: Path) -> None:
+    """Bad input found after the scoring (a labels file): exit with the error, no output folder
+    and no temporary folder of the tee left."""
+    tp, lp, gp = _files(tmp_path)
+    bad = tmp_path / "labels.csv"
+    bad.write_text("not,a,labels,file\n", encoding="utf-8")
+    with pytest.raises(InputError):
+        core.audit([tp], lp, gp, tmp_path / "out", labels=[bad], n_resamples=20)
+    assert not (tmp_path / "out").exists()
+    assert not list(tmp_path.glob(".twist-audit-*"))

@@ -575,7 +575,7 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
                          expected="distinct run names (pass names=...)")
     # the TREC run of a trace file is written while its scoring reads it (TrecTee), into a
     # folder of our own until the outputs are written (nothing half-written on an error)
-    tee_dir = Path(tempfile.mkdtemp(prefix=".twist-audit-", dir=_near(out_dir))) \
+    tee_dir = _tee_dir(out_dir) \
         if out_dir is not None and export_trec and any(map(_teeable, (r for r, _ in runs))) \
         else None
     try:
@@ -588,11 +588,16 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
             shutil.rmtree(tee_dir, ignore_errors=True)
 
 
-def _near(out_dir: str | Path) -> str | None:
-    """Where the audit's own temporary folder goes: beside `out_dir` when that folder's
-    parent exists (a file moves there without a copy), else the system's."""
+def _tee_dir(out_dir: str | Path) -> Path:
+    """The audit's own temporary folder: beside `out_dir` where its parent exists and takes
+    one (the files then move into place without a copy), else in the system's."""
     parent = Path(out_dir).resolve().parent
-    return str(parent) if parent.is_dir() else None
+    if parent.is_dir():
+        try:
+            return Path(tempfile.mkdtemp(prefix=".twist-audit-", dir=parent))
+        except OSError:  # not writable there: the output folder itself may still be
+            pass
+    return Path(tempfile.mkdtemp(prefix="twist-audit-"))
 
 
 def _teeable(run: AuditRun) -> bool:
