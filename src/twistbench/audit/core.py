@@ -627,8 +627,8 @@ def _audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
             if tee_dir is not None and _teeable(run):
                 # cut at k when given; else the export's k is the largest any run declares,
                 # which cuts no trace below its own k
-                tees[run.name] = TrecTee(tee_dir / f"{i}.txt", coded_gold[key].index, k,
-                                         trec_id(run.name))
+                tees[run.name] = TrecTee(tee_dir / f"{i}.txt", coded_gold[key].index,
+                                         k or None, trec_id(run.name))
             scores[run.name] = _score(run, coded[key], coded_gold[key], k, metric_variant,
                                       tees.get(run.name))
         # default k: the largest any run declares; a run scored at another k is scored again
