@@ -12,8 +12,9 @@ lineage and gold and every comparison has queries to compare. They are written o
 temporary folder as a.jsonl, b.jsonl, lineage.jsonl and gold.jsonl.
 
 Printed:
-  per run of the CLI (a child process, --repeats times): wall time and the child's peak RSS
-      (os.wait4's rusage of that child, ru_maxrss), then the median wall and the largest peak;
+  per run of the CLI (a child process, --repeats times): wall time, the child's CPU time
+      (user + system) and peak RSS (os.wait4's rusage of that child, ru_maxrss) and the
+      1-minute load average after it, then the median wall and the largest peak;
   per-stage times of the median run (`twist audit --profile`, the audit's own stage timer);
   the reference, in this process: pytrec_eval scoring ONE target (Source) of ONE run from the
       same files (its run and qrels dicts built with orjson, RelevanceEvaluator + evaluate),
@@ -22,6 +23,7 @@ The last line is `audit: WALL s wall, PEAK MB peak RSS (goal <= 20 s, <= 1000 MB
 
 Run: .venv/bin/python benchmarks/bench_audit.py [--queries 100000] [--repeats 3]
      [--keep DIR] (keep the inputs and the last audit's output in DIR; reuse inputs there)
+     [--no-pyarrow] (the CLI as an install without the parquet extra runs it)
 """
 
 from __future__ import annotations
@@ -78,9 +80,15 @@ def write_inputs(folder: Path, n_queries: int, k: int) -> dict[str, Path]:
     return paths
 
 
-def run_cli(paths: dict[str, Path], out: Path, log: Path) -> tuple[float, float, str]:
-    """One `twist audit` in a child process: (wall s, peak RSS MB, its stderr)."""
-    cmd = [sys.executable, "-m", "twistbench.cli", "audit", str(paths["a"]), str(paths["b"]),
+# the CLI as an install without pyarrow runs it (the parquet extra): `import pyarrow` fails
+NO_PYARROW = "import sys; sys.modules['pyarrow'] = None; from twistbench.cli import main; main()"
+
+
+def run_cli(paths: dict[str, Path], out: Path, log: Path,
+            no_pyarrow: bool = False) -> tuple[float, float, str, float]:
+    """One `twist audit` in a child process: (wall s, peak RSS MB, its stderr, CPU s)."""
+    launch = ["-c", NO_PYARROW] if no_pyarrow else ["-m", "twistbench.cli"]
+    cmd = [sys.executable, *launch, "audit", str(paths["a"]), str(paths["b"]),
            "--lineage", str(paths["lineage"]), "--gold", str(paths["gold"]), "--out", str(out),
            "--profile"]
     shutil.rmtree(out, ignore_errors=True)
@@ -93,7 +101,9 @@ def run_cli(paths: dict[str, Path], out: Path, log: Path) -> tuple[float, float,
     err = log.with_suffix(".err").read_text(encoding="utf-8")
     if child.returncode != 0:
         raise SystemExit(f"twist audit exited {child.returncode}:\n{err[-3000:]}")
-    return wall, usage.ru_maxrss / 1024, err  # ru_maxrss is in KiB on Linux
+    # ru_maxrss is in KiB on Linux; CPU = user + system time of the child (all its threads):
+    # on a shared machine it tells the work done apart from the waiting for a core
+    return wall, usage.ru_maxrss / 1024, err, usage.ru_utime + usage.ru_stime
 
 
 def pytrec_one_target(paths: dict[str, Path], k: int) -> float:
@@ -132,6 +142,8 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, default=None,
                     help="keep the inputs and the last audit's output in this folder (inputs "
                     "already there, from an earlier --keep with the same sizes, are reused)")
+    ap.add_argument("--no-pyarrow", action="store_true",
+                    help="run the CLI as without the parquet extra (pyarrow not importable)")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="bench_audit_")
@@ -150,9 +162,11 @@ def main() -> None:
               + ")")
         runs = []
         for i in range(args.repeats):
-            wall, peak, err = run_cli(paths, folder / "audit", folder / "cli.log")
+            wall, peak, err, cpu = run_cli(paths, folder / "audit", folder / "cli.log",
+                                           args.no_pyarrow)
             runs.append((wall, peak, err))
-            print(f"  twist audit run {i + 1}: {wall:.2f} s wall, {peak:.0f} MB peak RSS")
+            print(f"  twist audit run {i + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU, "
+                  f"{peak:.0f} MB peak RSS (load average {os.getloadavg()[0]:.2f})")
         walls = [w for w, _, _ in runs]
         med = statistics.median(walls)
         peak = max(p for _, p, _ in runs)

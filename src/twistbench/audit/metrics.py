@@ -14,9 +14,10 @@ never scored as zero.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -188,7 +189,8 @@ def rescore(run: TraceRun, lineage: Lineage | CodedLineage, gold: Gold | CodedGo
 def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
                 gold: str | Path | CodedGold, k: int | None = None,
                 variant: str = "standard", *, fmt: str | None = None, name: str | None = None,
-                chunk_queries: int = CHUNK_QUERIES, columnar: bool = True) -> TraceScores:
+                chunk_queries: int = CHUNK_QUERIES, columnar: bool = True,
+                on_chunk: Callable[[Any], None] | None = None) -> TraceScores:
     """Rescore a trace file without holding it: the traces stream by chunks of
     `chunk_queries` queries, each coded, matched and scored, and only the per-query results
     are kept (memory: the coded lineage and gold plus one chunk). The values are those of
@@ -197,7 +199,9 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
 
     With pyarrow installed (and `columnar`), JSONL and Parquet traces are read by pyarrow on
     one thread into dictionary-encoded columns; anything unusual in the file sends it to the
-    orjson reading, which names a defect's line and field exactly as read_traces does."""
+    orjson reading, which names a defect's line and field exactly as read_traces does.
+    on_chunk: called with each chunk before it is scored, and with None before the careful
+    reading starts the file (a TrecTee writing the TREC run as the file is read)."""
     discounts(1, variant)
     path = Path(traces)
     name = name or run_name(path)
@@ -207,12 +211,25 @@ def score_files(traces: str | Path, lineage: str | Path | CodedLineage,
         cg = gold if isinstance(gold, CodedGold) else read_coded_gold(gold, cl, columnar)
         if columnar and trace_format(path, fmt) != "trec" and arrow_available():
             try:  # pyarrow's columns: no Python object per retrieved id
-                return score_chunks(iter_encoded_chunks(path, fmt, chunk_queries), cl, cg, k,
-                                    variant, name)
+                encoded = iter_encoded_chunks(path, fmt, chunk_queries)
+                return score_chunks(encoded if on_chunk is None else _tee(encoded, on_chunk),
+                                    cl, cg, k, variant, name)
             except Unusual:
                 pass  # the careful reading names the defect, or reads what pyarrow would not
         chunks = iter_trace_chunks(path, fmt, chunk_queries, dedupe=False)
+        if on_chunk is not None:
+            on_chunk(None)  # the file is read from its start again
+            chunks = _tee(chunks, on_chunk)
         return score_chunks(chunks, cl, cg, k, variant, name)
+
+
+_C = TypeVar("_C")
+
+
+def _tee(chunks: Iterable[_C], on_chunk: Callable[[_C | None], None]) -> Iterator[_C]:
+    for ch in chunks:
+        on_chunk(ch)
+        yield ch
 
 
 def _no_repeat(ch: EncodedChunk, gi: np.ndarray, inside: np.ndarray, err_rows: np.ndarray,

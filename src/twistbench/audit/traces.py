@@ -38,9 +38,9 @@ import json
 import math
 import operator
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain
+from itertools import chain, repeat
 from pathlib import Path
 from typing import Any, BinaryIO, TypeVar
 
@@ -203,8 +203,10 @@ def _types(values: Iterable[Any]) -> set[type]:
     return set(map(type, values))
 
 
-# pyarrow's JSON reader holds about 37 times its block while parsing it (a 16 MiB block: 590 MB
-# of its pool for a 450 MB lineage file); 2 MiB blocks read as fast (4.1 s vs 4.3 s, measured).
+# Bytes of JSONL per block of pyarrow's JSON readers. Its reader holds about 37 times its block
+# while parsing (a 16 MiB block: 590 MB of its pool for a 450 MB lineage file), and the streaming
+# reader reads blocks ahead while the caller works (16 MB blocks held ~250 MB of a 335 MB trace
+# file, 2 MB blocks ~70 MB); 2 MiB blocks read as fast (4.1 s vs 4.3 s; measured, pyarrow 26).
 JSON_BLOCK = 1 << 21
 _LINEAGE_FIELDS = frozenset({"conversation", "memory_id", "sources", "raw", "canonical", "text"})
 _BOOL = {bool}
@@ -647,6 +649,7 @@ class EncodedChunk:
     kmax: int
     scores: np.ndarray | None = None  # float64, aligned with ids (None: not read)
     ks: np.ndarray | None = None  # (Q,) each query's declared k (None: not read)
+    vocab_arrow: Any = None  # vocab as pyarrow's string array, where it was read by pyarrow
 
 
 class Unusual(Exception):
@@ -701,7 +704,7 @@ def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
 
         try:
             reader = pj.open_json(path, read_options=pj.ReadOptions(
-                use_threads=False, block_size=1 << 24), parse_options=pj.ParseOptions(
+                use_threads=False, block_size=JSON_BLOCK), parse_options=pj.ParseOptions(
                 explicit_schema=_arrow_schema(), unexpected_field_behavior="infer"))
         except (pa.ArrowInvalid, OSError) as exc:
             raise Unusual(str(exc)) from exc
@@ -803,7 +806,7 @@ def _encode_batch(batch: Any, pa: Any, pc: Any, null_k: bool) -> EncodedChunk:
         keep = np.repeat(starts, cut) + _ranks(cut)
         idx, scores = idx[keep], scores[keep]
     return EncodedChunk(qids, cut, idx, enc.dictionary.to_pylist(), errors,
-                        int(ks.max()) if ks.size else 0, scores, ks)
+                        int(ks.max()) if ks.size else 0, scores, ks, enc.dictionary)
 
 
 def encoded_traces(ch: EncodedChunk, wanted: set[str] | None = None) -> Iterator[Trace]:
@@ -1188,32 +1191,44 @@ def write_trec_traces(path: str | Path, traces: Iterable[Trace], tag: str,
                       score_mode: str = "rank") -> int:
     """Write traces, in the order given, as a TREC run (see write_trec_run); `traces` may be a
     stream, so a run need not be held to be exported."""
-    if score_mode not in ("rank", "original"):
-        raise ValueError(f"score_mode {score_mode!r} (expected 'rank' or 'original')")
+    text = _TrecText(tag, score_mode)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tokens = _TrecTokens()  # each memory id encoded once, not once per line
-    rank_tails: dict[int, list[str]] = {}  # list length -> " rank score tag" per rank (rank mode)
     n = 0
     with open(path, "w", encoding="utf-8") as fh:
         for t in traces:
-            size = min(len(t.ids), len(t.scores))
-            if not size:
-                continue
-            if score_mode == "rank":
-                if len(t.ids) not in rank_tails:
-                    rank_tails[len(t.ids)] = [f" {r} {float(len(t.ids) - r + 1)!r} {tag}"
-                                              for r in range(1, len(t.ids) + 1)]
-                tails = rank_tails[len(t.ids)][:size]
-            else:
-                tails = [f" {r} {s!r} {tag}" for r, s in enumerate(t.scores[:size], start=1)]
-            head = f"{trec_id(t.query_id)} Q0 "
-            # line = head + token + tail; joined in C (map/join), no Python step per line
-            body = ("\n" + head).join(map(operator.add, map(tokens.__getitem__, t.ids[:size]),
-                                           tails))
-            fh.write(head + body + "\n")
-            n += size
+            fh.write(text.lines(t.query_id, t.ids, t.scores))
+            n += min(len(t.ids), len(t.scores))
     return n
+
+
+class _TrecText:
+    """The TREC run lines of one trace at a time (write_trec_traces), joined in C."""
+
+    def __init__(self, tag: str, score_mode: str = "rank") -> None:
+        if score_mode not in ("rank", "original"):
+            raise ValueError(f"score_mode {score_mode!r} (expected 'rank' or 'original')")
+        self.tag, self.score_mode = tag, score_mode
+        self.tokens = _TrecTokens()  # each memory id encoded once, not once per line
+        self.rank_tails: dict[int, list[str]] = {}  # length -> " rank score tag" per rank
+
+    def lines(self, qid: str, ids: Sequence[str], scores: Sequence[float]) -> str:
+        size = min(len(ids), len(scores))
+        if not size:
+            return ""
+        tag = self.tag
+        if self.score_mode == "rank":
+            if len(ids) not in self.rank_tails:
+                self.rank_tails[len(ids)] = [f" {r} {float(len(ids) - r + 1)!r} {tag}"
+                                             for r in range(1, len(ids) + 1)]
+            tails = self.rank_tails[len(ids)][:size]
+        else:
+            tails = [f" {r} {s!r} {tag}" for r, s in enumerate(scores[:size], start=1)]
+        head = f"{trec_id(qid)} Q0 "
+        # line = head + token + tail; joined in C (map/join), no Python step per line
+        body = ("\n" + head).join(map(operator.add, map(self.tokens.__getitem__, ids[:size]),
+                                      tails))
+        return head + body + "\n"
 
 
 class _TrecTokens(dict):
@@ -1222,6 +1237,198 @@ class _TrecTokens(dict):
     def __missing__(self, key: str) -> str:
         value = self[key] = trec_id(key)
         return value
+
+
+# a character trec_id may change (whitespace, '%', anything outside printable ASCII): ids
+# without one are written as they are, the others go through trec_id
+_TREC_ODD = r"[^\x21-\x24\x26-\x7e]"
+
+
+def _arrow_trec_tokens(values: Any, pa: Any, pc: Any) -> Any:
+    """trec_id of every string of a pyarrow string array (only the odd ones in Python)."""
+    odd = pc.match_substring_regex(values, _TREC_ODD)
+    if not pc.any(odd).as_py():
+        return values
+    tokens = values.to_pylist()
+    for i in np.flatnonzero(odd.to_numpy(zero_copy_only=False)).tolist():
+        tokens[i] = trec_id(tokens[i])
+    return pa.array(tokens, pa.string())
+
+
+class _TrecLines:
+    """Builds the TREC run lines (score_mode "rank") of EncodedChunks with pyarrow: query token
+    + memory token + " rank score tag" taken from tables of the distinct values and joined
+    element-wise, no Python object per line; the bytes are those of write_trec_traces."""
+
+    def __init__(self, tag: str) -> None:
+        # pyarrow is optional (the parquet extra): imported where it is used
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        self.pa, self.pc, self.tag = pa, pc, tag
+        self.tails: list[str] = []  # " rank score tag\n" of each (length, rank) met so far
+        self.tail_start = np.full(1, -1, dtype=np.int64)  # length -> its first entry in tails
+        self.tail_arr = pa.array([], pa.string())
+
+    def build(self, ch: EncodedChunk, keep: np.ndarray, k: int | None,
+              dedupe: bool) -> tuple[memoryview, np.ndarray, int]:
+        """The lines of the queries `keep` of `ch` (each trace as read_traces reads it: cut
+        at its own k, a repeated id dropped; then cut at `k`) as one buffer, the byte offsets
+        where each kept query's lines start (and the last ones end), and the line count."""
+        pa, pc = self.pa, self.pc
+        lengths, ids = ch.lengths, ch.ids
+        rows = np.flatnonzero(keep).tolist()
+        if len(rows) < lengths.size:
+            ids = ids[np.repeat(keep, lengths)]
+            lengths = lengths[keep]
+        row_of = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+        if dedupe and ids.size:  # the first rank of a repeated id is kept
+            first = np.unique(row_of * max(len(ch.vocab), 1) + ids, return_index=True)[1]
+            if first.size < ids.size:
+                first.sort()
+                ids, row_of = ids[first], row_of[first]
+                lengths = np.bincount(row_of, minlength=len(rows))
+        if k is not None and lengths.size and int(lengths.max()) > k:
+            cut = np.minimum(lengths, k)
+            keep_ids = np.repeat(np.cumsum(lengths) - lengths, cut) + _ranks(cut)
+            ids, row_of, lengths = ids[keep_ids], row_of[keep_ids], cut
+        longest = int(lengths.max()) if lengths.size else 0
+        if longest >= self.tail_start.size:
+            self.tail_start = np.concatenate(
+                (self.tail_start, np.full(longest + 1 - self.tail_start.size, -1, np.int64)))
+        new = [x for x in np.unique(lengths).tolist() if x and self.tail_start[x] < 0]
+        for size in new:
+            self.tail_start[size] = len(self.tails)
+            self.tails.extend(f" {r} {float(size - r + 1)!r} {self.tag}\n"
+                              for r in range(1, size + 1))
+        if new:
+            self.tail_arr = pa.array(self.tails, pa.string())
+        ends = np.concatenate(([0], np.cumsum(lengths)))
+        if not ids.size:  # every kept trace is empty: no line
+            return memoryview(b""), np.zeros(len(rows) + 1, dtype=np.int64), 0
+        vocab = ch.vocab_arrow if ch.vocab_arrow is not None else pa.array(ch.vocab, pa.string())
+        heads = pa.array([trec_id(ch.qids[i]) + " Q0 " for i in rows], pa.string())
+        lines = pc.binary_join_element_wise(
+            pc.take(heads, row_of), pc.take(_arrow_trec_tokens(vocab, pa, pc), ids),
+            pc.take(self.tail_arr, np.repeat(self.tail_start[lengths], lengths) + _ranks(lengths)),
+            "")
+        offsets = np.frombuffer(lines.buffers()[1], dtype=np.int32,
+                                count=len(lines) + 1 + lines.offset)[lines.offset:]
+        return memoryview(lines.buffers()[2]), offsets[ends].astype(np.int64), len(lines)
+
+
+class TrecTee:
+    """The TREC run (score_mode "rank") of a trace file written while its scoring reads it,
+    so the export need not read the file again: called with each chunk the scoring reads
+    (pyarrow's EncodedChunks, or the careful reading's TraceChunks), and with None when the
+    scoring starts the file again (the careful reading after pyarrow's): the writing starts
+    over. The gold queries' traces are written in file order, each as read_traces reads it
+    (cut at its own k, a repeated id dropped) and cut at `k` (None: at its own k only); that
+    is the export's file when the file lists them in gold order (the export's order), which
+    `finish` tells. Otherwise the writing stops and the export reads the file again."""
+
+    def __init__(self, path: str | Path, gold_index: Mapping[str, int], k: int | None,
+                 tag: str) -> None:
+        self.path = Path(path)
+        self._index, self._k, self._tag = gold_index, k, tag
+        self._fh: BinaryIO | None = None
+        self._start()
+
+    def _start(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+        self._fh = open(self.path, "wb")
+        self._columns: _TrecLines | None = None
+        self._text: _TrecText | None = None
+        self._last = -1  # the gold position of the last query written
+        self._queries = 0
+
+    def __call__(self, ch: EncodedChunk | TraceChunk | None) -> None:
+        if ch is None:
+            self._start()
+            return
+        if self._fh is None:
+            return
+        pos = np.fromiter(map(self._index.get, ch.qids, repeat(-1)), dtype=np.int64,
+                          count=len(ch.qids))
+        keep = pos >= 0  # queries outside gold are not exported
+        pos = pos[keep]
+        if not pos.size:
+            return
+        if pos[0] <= self._last or (pos.size > 1 and bool((np.diff(pos) <= 0).any())):
+            self._stop()  # not in gold order
+            return
+        self._last = int(pos[-1])
+        self._queries += int(pos.size)
+        if isinstance(ch, EncodedChunk):
+            self._columns = self._columns or _TrecLines(self._tag)
+            data, bounds, _ = self._columns.build(ch, keep, self._k, dedupe=True)
+            self._fh.write(data[bounds[0]:bounds[-1]])
+            return
+        self._text = self._text or _TrecText(self._tag)
+        k, write, lines = self._k, self._fh.write, self._text.lines
+        for i in np.flatnonzero(keep).tolist():  # a write per query: no chunk-sized string
+            ids, scores = ch.ids[i], ch.scores[i]
+            if not ch.deduped and len(set(ids)) != len(ids):
+                ids, scores, _ = _dedupe(ids, scores)
+            if k is not None and len(ids) > k:
+                ids, scores = ids[:k], scores[:k]
+            write(lines(ch.qids[i], ids, scores).encode("utf-8"))
+        self._text.tokens.clear()  # the chunk's ids: not held while the scoring goes on
+
+    def _stop(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+        self._queries = -1
+        self._columns = self._text = None
+
+    def finish(self, qids: Sequence[str]) -> bool:
+        """True when the file written is the export of `qids` (the run's scored queries, in
+        gold order: every one written, in that order)."""
+        ok = self._fh is not None and self._queries == len(qids)
+        self._stop()
+        return ok
+
+
+def write_trec_encoded(path: str | Path, chunks: Iterable[EncodedChunk], qids: Sequence[str],
+                       k: int, tag: str, source: str, dedupe: bool = True) -> int:
+    """The TREC run (score_mode "rank") of the traces in `chunks`, for the queries `qids` in
+    that order: byte for byte what write_trec_traces writes for the same traces (each cut at
+    its own k, a repeated id dropped, then cut at `k`), one write per chunk (_TrecLines);
+    queries read ahead of their turn are held as their bytes until it comes. dedupe=False:
+    the caller knows no trace repeats an id (the scoring dropped none). `source` names the
+    trace file in errors."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    position = {q: i for i, q in enumerate(qids)}
+    builder = _TrecLines(tag)
+    ahead: dict[int, bytes] = {}
+    done = 0  # qids[:done] are written
+    n = 0
+    with open(path, "wb") as fh:
+        for ch in chunks:
+            pos = np.fromiter(map(position.get, ch.qids, repeat(-1)), dtype=np.int64,
+                              count=len(ch.qids))
+            keep = pos >= done  # not: an unwanted query, or one written already (a repeat)
+            if not keep.any():
+                continue
+            pos = pos[keep]
+            data, bounds, lines = builder.build(ch, keep, k, dedupe)
+            n += lines
+            if pos[0] == done and (pos.size == 1 or bool((np.diff(pos) == 1).all())):
+                fh.write(data[bounds[0]:bounds[-1]])  # the usual case: the chunk in order
+                done += pos.size
+            else:
+                for j, p in enumerate(pos.tolist()):
+                    ahead[p] = bytes(data[bounds[j]:bounds[j + 1]])
+            while done in ahead:
+                fh.write(ahead.pop(done))
+                done += 1
+    if done < len(qids):  # the file changed since it was scored
+        raise InputError(source, f"no trace for query {qids[done]!r} on a second reading",
+                         expected="a trace file that does not change during the audit")
+    return n
 
 
 def write_trec_qrels(path: str | Path, qrels: dict[str, list[str]]) -> int:
