@@ -87,3 +87,31 @@ def test_utf8_columns_counts_bytes() -> None:
     data, start, length = utf8_columns(["ab", "é", "", "\ud800x"])
     assert length.tolist() == [2, 2, 0, 4] and start.tolist() == [0, 2, 4, 4]
     assert data.tobytes() == "abé\ud800x".encode("utf-8", "surrogatepass")
+
+
+@pytest.mark.parametrize("ragged", [False, True])
+def test_in_memory_traces_coded_as_a_dict_per_conversation(ragged: bool) -> None:
+    """_code_matrix (TraceRun's lists of id strings) against a dict per conversation: an id
+    stored in several conversations, one a query's conversation lacks, an unknown
+    conversation, repeats within a row, rows of every length (padded) or all full."""
+    rng = random.Random(11)
+    ids = _ids(rng, 300)
+    convs = ["c0", "c1", "c2", ""]
+    rows = [(c, m) for m in ids for c in convs if rng.random() < 0.6]
+    cl = _coded(rows, batch=50)
+    codes: dict[tuple[str, str], int] = {}
+    for code, (c, m) in enumerate(sorted(rows, key=lambda r: cl.conv_code(r[0]))):
+        codes[c, m] = code  # rows of one conversation keep their order: codes contiguous
+    assert all(cl.codes(np.array([cl.conv_code(c)]), [m])[0] == v for (c, m), v in
+               list(codes.items())[::29])
+    q_conv = [rng.choice([*convs, "zz"]) for _ in range(200)]
+    width = 12
+    lists = [[rng.choice([*ids, "absent"]) for _ in range(rng.randint(0, width) if ragged
+                                                         else width)] for _ in q_conv]
+    mat, lengths = targets._code_matrix(lists, np.array([cl.conv_code(c) for c in q_conv]),
+                                        cl)
+    assert lengths.tolist() == [len(x) for x in lists]
+    want = np.full((len(lists), max(map(len, lists))), -1, dtype=np.int64)
+    for i, (c, x) in enumerate(zip(q_conv, lists)):
+        want[i, :len(x)] = [codes.get((c, m), -1) for m in x]
+    assert mat.tolist() == want.tolist()
