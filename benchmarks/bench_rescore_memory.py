@@ -13,7 +13,7 @@ the same values bit for bit (a digest of the query ids, eligible counts, first-h
 the bytes of every score array).
 
 Run: PYTHONPATH=src .venv/bin/python benchmarks/bench_rescore_memory.py
-         [--queries 50000,100000] [--repeats 5] [--reference c31ae04]
+         [--queries 50000,100000] [--repeats 5] [--reference c31ae04] [--current COMMIT]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+WORKING_TREE_SRC = HERE.parent / "src"
 
 
 def digest(rs) -> str:  # noqa: ANN001 - a TraceScores of either code
@@ -49,10 +50,11 @@ def worker(n_queries: int, k: int) -> None:
     """Build the inputs, then one timed rescore() per line read on stdin; a JSON line each."""
     from bench_tiap import make
 
+    import twistbench
     from twistbench.audit.metrics import rescore
 
     run, lin, gold = make(n_queries, k)
-    print(json.dumps({"ready": True}), flush=True)
+    print(json.dumps({"ready": twistbench.__file__}), flush=True)
     for _ in sys.stdin:
         c0, t0 = time.process_time(), time.perf_counter()
         rs = rescore(run, lin, gold, k=k)
@@ -63,11 +65,12 @@ def worker(n_queries: int, k: int) -> None:
         del rs
 
 
-def start(src: Path | None, n_queries: int, k: int) -> subprocess.Popen:
+def start(src: Path, n_queries: int, k: int) -> subprocess.Popen:
+    """A worker importing the twistbench of `src` (an absolute path: the worker runs in
+    benchmarks/, where a relative PYTHONPATH would miss it and the installed one be used)."""
     env = dict(os.environ)
-    if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep)
+    env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(
+        os.pathsep)
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker",
                              str(n_queries), "--k", str(k)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, text=True, env=env, cwd=HERE)
@@ -93,6 +96,9 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=60)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--reference", default="c31ae04", metavar="COMMIT")
+    ap.add_argument("--current", default=None, metavar="COMMIT",
+                    help="measure this commit's code instead of the working tree's (e.g. the "
+                    "figures before a change)")
     ap.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.worker is not None:
@@ -101,11 +107,16 @@ def main() -> None:
     from bench_default_run import export_src
 
     with tempfile.TemporaryDirectory(prefix="twist-ref-") as scratch:
-        ref_src = export_src(args.reference, Path(scratch))
+        for sub in ("reference", "current"):
+            (Path(scratch) / sub).mkdir()
+        ref_src = export_src(args.reference, Path(scratch) / "reference")
+        cur_src = WORKING_TREE_SRC if args.current is None else \
+            export_src(args.current, Path(scratch) / "current")
         for n in (int(x) for x in args.queries.split(",")):
-            codes = {"reference": start(ref_src, n, args.k), "current": start(None, n, args.k)}
-            for proc in codes.values():
-                wait_line(proc)  # inputs built
+            codes = {"reference": start(ref_src, n, args.k),
+                     "current": start(cur_src, n, args.k)}
+            for c, proc in codes.items():  # inputs built; the code each one imported
+                print(f"{c}: {wait_line(proc)['ready']}")
             res: dict[str, list[dict]] = {c: [] for c in codes}
             for _ in range(args.repeats):
                 for c, proc in codes.items():  # the reference first, then ours, alternating
@@ -119,7 +130,8 @@ def main() -> None:
             for c, rs in res.items():
                 cpu = statistics.median(r["cpu"] for r in rs)
                 walls = ", ".join(f"{r['wall']:.2f}" for r in rs)
-                print(f"  {c:9s} ({args.reference if c == 'reference' else 'working tree'}): "
+                code = args.reference if c == "reference" else args.current or "working tree"
+                print(f"  {c:9s} ({code}): "
                       f"wall {med[c]:.2f} s, CPU {cpu:.2f} s, peak RSS {rs[-1]['peak_mb']:.0f} "
                       f"MB  [{walls}]")
             digests = {r["digest"] for rs in res.values() for r in rs}

@@ -227,3 +227,63 @@ def test_nothing_left_behind_on_bad_input(tmp_path: Path) -> None:
         core.audit([tp], lp, gp, tmp_path / "out", labels=[bad], n_resamples=20)
     assert not (tmp_path / "out").exists()
     assert not list(tmp_path.glob(".twist-audit-*"))
+
+
+@pytest.mark.parametrize("block", [3, 1 << 16])
+def test_coded_qrels_are_the_per_line_writers_bytes(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    block: int) -> None:
+    """qrels from the coded lineage's bytes (write_trec_qrels_coded, what `twist audit`
+    writes) against the per-line writer of eligible_ids' strings, for every target: odd
+    memory and query ids (whitespace of every kind, '%', quotes, non-ASCII, an empty id), the
+    same id in two conversations, a memory eligible for many queries, lines across blocks."""
+    import numpy as np
+
+    from twistbench.audit import traces
+    from twistbench.audit.targets import (
+        TARGETS,
+        build_targets,
+        code_gold,
+        code_lineage,
+        code_rows,
+        eligible_ids,
+        eligible_pairs,
+    )
+    from twistbench.audit.traces import Gold, Lineage, write_trec_qrels, write_trec_qrels_coded
+    from twistbench.model import GoldQuery, LineageRow
+
+    monkeypatch.setattr(traces, "_QRELS_BLOCK", block)
+    rng = random.Random(9)
+    turns = [f"D{i}" for i in range(12)]
+    rows, seen = [], set()
+    for conv in ("c one", "c\u00e9"):
+        for i, mid in enumerate([*ODD_IDS, "", "fact%d", "plain"]):
+            if (conv, mid) not in seen:
+                seen.add((conv, mid))
+                rows.append(LineageRow(conversation=conv, memory_id=mid,
+                                       sources=rng.sample(turns, rng.randint(1, 3)),
+                                       raw=i % 3 != 0, canonical=i % 2 == 0))
+    queries = {}
+    for q in range(30):
+        qid = rng.choice(["q", "q two", "q%", "q\u00a0", "q\u00e9", 'q"']) + str(q)
+        queries[qid] = GoldQuery(query_id=qid, conversation=rng.choice(["c one", "c\u00e9"]),
+                                 anchors=rng.sample([*turns, "D99"], rng.randint(1, 3)))
+    cl = code_lineage(Lineage("s", rows))
+    gold = Gold("g", queries)
+    cg = code_gold(gold, cl)
+    qids = list(queries)
+    cq = code_rows(qids, [()] * len(qids), cg.rows(qids), cg, cl, 10)
+    ts = build_targets(cq, cl)
+    for t in TARGETS:
+        want, got = tmp_path / f"want.{t}.txt", tmp_path / f"got.{t}.txt"
+        n_want = write_trec_qrels(want, eligible_ids(cq, ts, cl, t))
+        n_got = write_trec_qrels_coded(got, cq.qids, *eligible_pairs(ts, cl, t),
+                                       (cl.ids.data, cl.ids.start, cl.ids.length))
+        assert n_got == n_want > 3  # with block = 3, lines across several blocks
+        assert got.read_bytes() == want.read_bytes(), t
+    assert "%25" in want.read_text() and "\u00e9" in want.read_text()
+    # no line: an empty file, as the per-line writer's
+    none = np.zeros(0, dtype=np.int64)
+    assert write_trec_qrels_coded(tmp_path / "none.txt", qids, none, none,
+                                  (cl.ids.data, cl.ids.start, cl.ids.length)) == 0
+    assert (tmp_path / "none.txt").read_bytes() == b""

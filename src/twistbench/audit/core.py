@@ -60,7 +60,7 @@ from twistbench.audit.targets import (
     code_gold,
     code_lineage,
     code_rows,
-    eligible_ids,
+    eligible_pairs,
     read_coded_lineage,
 )
 from twistbench.audit.traces import (
@@ -82,7 +82,7 @@ from twistbench.audit.traces import (
     trace_format,
     trec_id,
     write_trec_encoded,
-    write_trec_qrels,
+    write_trec_qrels_coded,
     write_trec_traces,
 )
 from twistbench.errors import InputError
@@ -859,8 +859,10 @@ def export_trec_files(out: str | Path, runs: Sequence[tuple[AuditRun, AuditLinea
                                    count=len(qids))
                 cq = code_rows(qids, [()] * len(qids), gidx, cg, cl, k)
                 ts = build_targets(cq, cl)
+                docs = (cl.ids.data, cl.ids.start, cl.ids.length)
                 for t in TARGETS:
-                    write_trec_qrels(d / f"qrels.{t}.txt", eligible_ids(cq, ts, cl, t))
+                    write_trec_qrels_coded(d / f"qrels.{t}.txt", cq.qids,
+                                           *eligible_pairs(ts, cl, t), docs)
                 qrels_of[key] = d
                 del cq, ts
             else:

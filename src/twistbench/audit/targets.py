@@ -994,14 +994,20 @@ def _dense_bases(cq: CodedQueries, lineage: CodedLineage,
     return max(total, 1), offset
 
 
+def eligible_pairs(ts: TargetSets, lineage: CodedLineage,
+                   target: str) -> tuple[np.ndarray, np.ndarray]:
+    """The (query index, memory code) pairs eligible under `target`, by query then code."""
+    sel = {"src": np.ones(ts.keys.size, dtype=bool), "raw": ts.raw, "can": ts.can}[target]
+    return np.divmod(ts.keys[sel], lineage.n_mem)
+
+
 def eligible_ids(cq: CodedQueries, ts: TargetSets, lineage: CodedLineage,
                  target: str) -> dict[str, list[str]]:
-    """Query id -> eligible memory ids under `target` (for TREC qrels export)."""
-    sel = {"src": np.ones(ts.keys.size, dtype=bool), "raw": ts.raw, "can": ts.can}[target]
-    q_idx, m_idx = np.divmod(ts.keys[sel], lineage.n_mem)
+    """Query id -> eligible memory ids under `target` (write_trec_qrels' input)."""
+    q_idx, m_idx = eligible_pairs(ts, lineage, target)
     if not q_idx.size:
         return {}
-    ids = np.asarray(lineage.memory_ids(), dtype=object)[m_idx].tolist()
+    ids = lineage.ids.strings(m_idx)
     # keys are sorted, so each query's ids are one slice (query order, then memory code)
     cuts = (np.flatnonzero(q_idx[1:] != q_idx[:-1]) + 1).tolist()
     starts, ends = [0, *cuts], [*cuts, len(ids)]

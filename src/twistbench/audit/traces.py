@@ -1431,6 +1431,79 @@ def write_trec_encoded(path: str | Path, chunks: Iterable[EncodedChunk], qids: S
     return n
 
 
+_QRELS_BLOCK = 1 << 16  # qrels lines assembled per write: bounds the per-byte index arrays
+
+
+def _gather_bytes(data: np.ndarray, start: np.ndarray,
+                  length: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The byte strings data[start[i] : start[i] + length[i]] packed one after the other, and
+    where each starts there (in blocks of entries, so no int64 array per byte of the whole)."""
+    length = length.astype(np.int64)
+    parts = []
+    for lo in range(0, length.size, _QRELS_BLOCK):
+        n = length[lo:lo + _QRELS_BLOCK]
+        parts.append(data[np.repeat(start[lo:lo + _QRELS_BLOCK].astype(np.int64), n) +
+                          _ranks(n)])
+    packed = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint8)
+    return packed, np.cumsum(length) - length
+
+
+def write_trec_qrels_coded(path: str | Path, qids: Sequence[str], line_query: np.ndarray,
+                           line_doc: np.ndarray,
+                           doc_bytes: tuple[np.ndarray, np.ndarray, np.ndarray]) -> int:
+    """write_trec_qrels's bytes for the lines `qids[line_query[i]] 0 doc[line_doc[i]] 1`, in
+    the order given (a query's lines one after the other), the documents given as UTF-8 bytes
+    (doc j is data[start[j] : start[j] + length[j]]: a coded lineage's memory ids), without a
+    Python string per line or per document: the lines are assembled with numpy, a block at a
+    time, from the query heads and the distinct documents' tokens; only a document with a
+    byte trec_id may change (whitespace, '%', anything outside printable ASCII) is decoded
+    and passed through trec_id."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data, start, length = doc_bytes
+    docs, line_tok = np.unique(line_doc, return_inverse=True)
+    line_tok = line_tok.reshape(-1)
+    tlen = length[docs].astype(np.int64)
+    tdata, tstart = _gather_bytes(data, start[docs], tlen)
+    if tdata.size:
+        bad = (tdata < 0x21) | (tdata == 0x25) | (tdata > 0x7E)
+        # per document, any such byte (an empty one has none; reduceat would give it the
+        # byte at its start)
+        odd = np.flatnonzero(np.logical_or.reduceat(bad, np.minimum(tstart, tdata.size - 1))
+                             & (tlen > 0))
+        if odd.size:  # their trec_id tokens appended; the entries point there
+            raw = tdata.tobytes()
+            fixed = [trec_id(raw[a:a + n].decode("utf-8", "surrogatepass")).encode("utf-8")
+                     for a, n in zip(tstart[odd].tolist(), tlen[odd].tolist())]
+            lens = np.fromiter(map(len, fixed), dtype=np.int64, count=len(fixed))
+            tstart[odd] = tdata.size + np.cumsum(lens) - lens
+            tlen[odd] = lens
+            tdata = np.concatenate((tdata, np.frombuffer(b"".join(fixed), dtype=np.uint8)))
+    queries, line_head = np.unique(line_query, return_inverse=True)
+    line_head = line_head.reshape(-1)
+    heads = [f"{trec_id(qids[q])} 0 ".encode() for q in queries.tolist()]
+    hlen = np.fromiter(map(len, heads), dtype=np.int64, count=len(heads))
+    hstart = np.cumsum(hlen) - hlen
+    hdata = np.frombuffer(b"".join(heads), dtype=np.uint8)
+    tail = np.frombuffer(b" 1\n", dtype=np.uint8)
+    with open(path, "wb") as fh:
+        for lo in range(0, line_tok.size, _QRELS_BLOCK):
+            h, t = line_head[lo:lo + _QRELS_BLOCK], line_tok[lo:lo + _QRELS_BLOCK]
+            hl, tl = hlen[h], tlen[t]
+            size = hl + tl + tail.size
+            at = np.cumsum(size) - size  # where each line starts in the block
+            out = np.empty(int(size.sum()), dtype=np.uint8)
+            r = _ranks(hl)
+            out[np.repeat(at, hl) + r] = hdata[np.repeat(hstart[h], hl) + r]
+            r = _ranks(tl)
+            out[np.repeat(at + hl, tl) + r] = tdata[np.repeat(tstart[t], tl) + r]
+            end = at + hl + tl
+            for j, byte in enumerate(tail.tolist()):
+                out[end + j] = byte
+            fh.write(out.data)
+    return int(line_tok.size)
+
+
 def write_trec_qrels(path: str | Path, qrels: dict[str, list[str]]) -> int:
     """Write binary qrels (`qid 0 docid 1`), one line per eligible memory id."""
     path = Path(path)
