@@ -229,7 +229,7 @@ def test_nothing_left_behind_on_bad_input(tmp_path: Path) -> None:
     assert not list(tmp_path.glob(".twist-audit-*"))
 
 
-@pytest.mark.parametrize("block", [3, 1 << 16])
+@pytest.mark.parametrize("block", [3, 1 << 14])
 def test_coded_qrels_are_the_per_line_writers_bytes(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     block: int) -> None:

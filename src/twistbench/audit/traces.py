@@ -1431,7 +1431,7 @@ def write_trec_encoded(path: str | Path, chunks: Iterable[EncodedChunk], qids: S
     return n
 
 
-_QRELS_BLOCK = 1 << 16  # qrels lines assembled per write: bounds the per-byte index arrays
+_QRELS_BLOCK = 1 << 14  # qrels lines assembled per write: bounds the per-byte index arrays
 
 
 def _gather_bytes(data: np.ndarray, start: np.ndarray,
