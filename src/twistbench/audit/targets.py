@@ -847,6 +847,23 @@ def _pair_codes(conv: np.ndarray, word: np.ndarray, vocab: Sequence[str],
     return lineage.ids.lookup(upair // n_vocab, data, start[w], length[w])[inverse.reshape(-1)]
 
 
+class _PairNumbers(dict):
+    """One conversation's ids -> the number of their (conversation, id) pair, given on first
+    sight: a known id is one C-level dict lookup, only a new one calls __missing__."""
+
+    __slots__ = ("conv", "pair_conv", "pair_id")
+
+    def __init__(self, conv: int, pair_conv: array, pair_id: list[str]) -> None:
+        super().__init__()
+        self.conv, self.pair_conv, self.pair_id = conv, pair_conv, pair_id
+
+    def __missing__(self, key: str) -> int:
+        n = self[key] = len(self.pair_id)
+        self.pair_id.append(key)
+        self.pair_conv.append(self.conv)
+        return n
+
+
 def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,
                  lineage: CodedLineage) -> tuple[np.ndarray, np.ndarray]:
     """(Q, longest) memory codes (-1: padding or not stored in the query's conversation), and
@@ -854,27 +871,23 @@ def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,
     q = len(id_lists)
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=q)
     width = int(lengths.max()) if q else 0
-    total = int(lengths.sum())
-    # Each position numbered by the first position of its (conversation, id) pair, through a
-    # small dict per conversation filled by setdefault (C only, no Python call per new id;
-    # one dict of every distinct id was 3-4x slower: its lookups miss the cache); then the
-    # distinct pairs are looked up at once in the lineage's table.
-    first = array("q")
-    numbers: dict[int, dict[str, int]] = {c: {} for c in np.unique(conv).tolist()}
-    at = 0
+    # Each distinct (conversation, id) pair numbered in one pass, through a small dict per
+    # conversation (one dict of every distinct id was 3-4x slower: its lookups miss the
+    # cache), then all pairs looked up at once in the lineage's table.
+    pair_conv, pair_id = array("q"), []
+    numbers: dict[int, _PairNumbers] = {}
+    for c in np.unique(conv).tolist():
+        numbers[c] = _PairNumbers(c, pair_conv, pair_id)
+    flat = array("q")
     for d, ids in zip(map(numbers.__getitem__, conv.tolist()), id_lists):
-        first.extend(map(d.setdefault, ids, range(at, at + len(ids))))
-        at += len(ids)
+        flat.extend(map(d.__getitem__, ids))
     del numbers
-    word = _np(first, np.int64)
-    codes = np.full(total, -1, dtype=np.int64)
-    if total:
-        pos = np.flatnonzero(word == np.arange(total, dtype=np.int64))  # first sights
-        flat = list(chain.from_iterable(id_lists))
-        data, start, length = utf8_columns(list(map(flat.__getitem__, pos.tolist())))
-        del flat
-        codes[pos] = lineage.ids.lookup(np.repeat(conv, lengths)[pos], data, start, length)
-        codes = codes[word]
+    word = _np(flat, np.int64)
+    if pair_id:
+        data, start, length = utf8_columns(pair_id)
+        codes = lineage.ids.lookup(_np(pair_conv, np.int64), data, start, length)[word]
+    else:
+        codes = np.zeros(0, dtype=np.int64)
     if q and codes.size == q * width:  # every trace is full: no padding mask needed
         return codes.reshape(q, width), lengths
     mat = np.full((q, width), -1, dtype=np.int64)
