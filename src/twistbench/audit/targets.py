@@ -847,20 +847,13 @@ def _pair_codes(conv: np.ndarray, word: np.ndarray, vocab: Sequence[str],
     return lineage.ids.lookup(upair // n_vocab, data, start[w], length[w])[inverse.reshape(-1)]
 
 
-class _PairNumbers(dict):
-    """One conversation's ids -> the number of their (conversation, id) pair, given on first
-    sight: a known id is one C-level dict lookup, only a new one calls __missing__."""
-
-    __slots__ = ("conv", "pair_conv", "pair_id")
-
-    def __init__(self, conv: int, pair_conv: array, pair_id: list[str]) -> None:
-        super().__init__()
-        self.conv, self.pair_conv, self.pair_id = conv, pair_conv, pair_id
+class _LocalNumbers(dict):
+    """One conversation's ids -> their number within the conversation, given on first sight:
+    a known id is one C-level dict lookup, only a new one calls __missing__ (and the ids in
+    number order are the dict's keys)."""
 
     def __missing__(self, key: str) -> int:
-        n = self[key] = len(self.pair_id)
-        self.pair_id.append(key)
-        self.pair_conv.append(self.conv)
+        n = self[key] = len(self)
         return n
 
 
@@ -874,18 +867,20 @@ def _code_matrix(id_lists: Sequence[Sequence[str]], conv: np.ndarray,
     # Each distinct (conversation, id) pair numbered in one pass, through a small dict per
     # conversation (one dict of every distinct id was 3-4x slower: its lookups miss the
     # cache), then all pairs looked up at once in the lineage's table.
-    pair_conv, pair_id = array("q"), []
-    numbers: dict[int, _PairNumbers] = {}
-    for c in np.unique(conv).tolist():
-        numbers[c] = _PairNumbers(c, pair_conv, pair_id)
-    flat = array("q")
+    numbers = {c: _LocalNumbers() for c in np.unique(conv).tolist()}
+    local = array("q")
     for d, ids in zip(map(numbers.__getitem__, conv.tolist()), id_lists):
-        flat.extend(map(d.__getitem__, ids))
+        local.extend(map(d.__getitem__, ids))
+    sizes = np.fromiter(map(len, numbers.values()), dtype=np.int64, count=len(numbers))
+    base = np.zeros(int(conv.max()) + 1 if q else 0, dtype=np.int64)  # conversation -> its
+    base[list(numbers)] = np.cumsum(sizes) - sizes  # first pair number
+    pair_conv = np.repeat(np.fromiter(numbers, dtype=np.int64, count=len(numbers)), sizes)
+    pair_id = list(chain.from_iterable(numbers.values()))
     del numbers
-    word = _np(flat, np.int64)
     if pair_id:
+        word = _np(local, np.int64) + np.repeat(base[conv], lengths)
         data, start, length = utf8_columns(pair_id)
-        codes = lineage.ids.lookup(_np(pair_conv, np.int64), data, start, length)[word]
+        codes = lineage.ids.lookup(pair_conv, data, start, length)[word]
     else:
         codes = np.zeros(0, dtype=np.int64)
     if q and codes.size == q * width:  # every trace is full: no padding mask needed
