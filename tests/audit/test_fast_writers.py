@@ -4,8 +4,9 @@ TREC run export: from pyarrow's columns (write_trec_encoded) and while the scori
 file (TrecTee), the same as the per-trace writer (write_trec_traces): odd ids and query ids
 (whitespace of every kind, '%', quotes, non-ASCII), repeated ids, traces past k, a declared k,
 empty traces, failed queries, queries outside the export, a file out of export order, chunks of
-any size; `twist audit`'s TREC files the same with pyarrow and without it. per_query.jsonl: one
-template filled per query, the same as json.dumps of each row."""
+any size; `twist audit`'s TREC files the same with pyarrow and without it. TREC qrels from the
+coded lineage's bytes (write_trec_qrels_coded), the same as the per-line writer on odd ids.
+per_query.jsonl: one template filled per query, the same as json.dumps of each row."""
 
 from __future__ import annotations
 
