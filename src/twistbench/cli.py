@@ -28,7 +28,7 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 import twistbench
-from twistbench.datasets.paths import builtin_key_path, cs2_key_path, shipped_vectors_files
+from twistbench.datasets.paths import cs2_key_path, shipped_vectors_files
 from twistbench.defaults import (
     DEFAULT_ANSWERER,
     DEFAULT_JUDGE,
@@ -356,6 +356,7 @@ def _offer_shipped_vectors(name: str, key_sha256: str) -> None:
     only by the embedder that wrote them, and only if they were written from this key (the
     plain key and its crisis variant share one file, named after the plain key)."""
     # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.registry import builtin_key_path
     from twistbench.retrieval import shipped
     key = builtin_key_path(name)
     for path in shipped_vectors_files(key) if key is not None else []:
