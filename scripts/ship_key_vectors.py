@@ -29,7 +29,8 @@ import numpy as np
 
 from twistbench.cli import run_cli
 from twistbench.datasets.keyfile import read_key
-from twistbench.datasets.paths import BUILTIN_KEY_FILES, builtin_key_path, shipped_vectors_path
+from twistbench.datasets.paths import shipped_vectors_path
+from twistbench.datasets.registry import REGISTRY, builtin_key_path
 from twistbench.retrieval import dense, embcache, shipped
 
 
@@ -61,7 +62,8 @@ def embed_default_run(dataset: str, include_crisis: bool) -> dict[str, np.ndarra
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--dataset", default="twist-cs-2.0", choices=sorted(BUILTIN_KEY_FILES))
+    ap.add_argument("--dataset", default="twist-cs-2.0",
+                    choices=sorted(name for name, entry in REGISTRY.items() if entry.key_file))
     ap.add_argument("--check", action="store_true",
                     help="compare with the committed file instead of writing it")
     args = ap.parse_args()

@@ -28,80 +28,17 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 import twistbench
-from twistbench.annotate.adjudicate import adjudicate as adjudicate_key
-from twistbench.annotate.agreement import (
+from twistbench.datasets.paths import cs2_key_path, shipped_vectors_files
+from twistbench.defaults import (
+    DEFAULT_ANSWERER,
+    DEFAULT_JUDGE,
+    DEFAULT_MAX_OUTPUT_BYTES,
     DEFAULT_MIN_KAPPA,
-    compute_agreement,
-    render_markdown,
-    write_agreement,
-)
-from twistbench.annotate.answers import load_manifest, read_answers
-from twistbench.annotate.excerpts import Settings as ExcerptSettings
-from twistbench.annotate.packet import export_packets
-from twistbench.answerers import DEFAULT_ANSWERER, make_answerer
-from twistbench.audit.contested import read_cases, semantic_audit_files
-from twistbench.audit.core import audit
-from twistbench.audit.llm_raters import rate_cases, rater_client, write_label_csv
-from twistbench.audit.native import native_matrix
-from twistbench.audit.report import render_audit_markdown
-from twistbench.audit.tracing import write_traces
-from twistbench.datasets.keyfile import atomic_write_bytes
-from twistbench.datasets.keyfile import read_key as read_key_doc
-from twistbench.datasets.locomo import dataset_notes
-from twistbench.datasets.paths import builtin_key_path, cs2_key_path, shipped_vectors_files
-from twistbench.datasets.registry import (
-    DATASETS,
-    DEFAULT_DATASET,
-    DatasetOptions,
-    load_dataset,
-)
-from twistbench.datasets.registry import (
-    REGISTRY as DATASET_REGISTRY,
-)
-from twistbench.datasets.versions import (
-    add_erratum,
-    errata_path,
-    read_errata_log,
-    release_next_version,
-    resolve_key_file,
+    TIAP_BOOTSTRAP_SEED,
+    TIAP_RESAMPLES,
 )
 from twistbench.errors import InputError
-from twistbench.judges import DEFAULT_JUDGE, make_judge
-from twistbench.judges.calibration import PASS_RATE, calibration_summary, describe_calibration
-from twistbench.llm import is_configured
-from twistbench.model import dump_json_schemas
-from twistbench.report.compare import compare_folders, render_comparison
-from twistbench.report.html import render_html
-from twistbench.report.plots import plot_profile
-from twistbench.report.runs import export_predictions as export
-from twistbench.report.runs import (
-    find_sources,
-    record_run_order,
-    report_predictions,
-    report_runs,
-)
-from twistbench.retrieval import dense, shipped
-from twistbench.runs.conform import check_conformance
-from twistbench.runs.guard import DEFAULT_MAX_OUTPUT_BYTES
-from twistbench.runs.runner import RunSettings, check_selection, run_system
 from twistbench.sanitize import Redactor, plain
-from twistbench.stats import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
-from twistbench.systems import (
-    DEFAULT_SYSTEMS,
-    available_systems,
-    build_system,
-    check_system,
-    declared_name,
-    make_system,
-    serve_system,
-)
-from twistbench.systems import (
-    REGISTRY as SYSTEM_REGISTRY,
-)
-from twistbench.tracks import TRACKS
-from twistbench.validation.judge_calibration import run_calibration
-from twistbench.validation.separability import render_validation_markdown, validate_dataset
-from twistbench.wire.openapi import openapi_json
 
 if TYPE_CHECKING:
     from twistbench.validation.shortcuts import BuildGate
@@ -253,6 +190,8 @@ def _use_embedder(spec: str) -> tuple[str | None, str]:
     """Make `spec` the embedder of this process (and of its spawned children); InputError for a
     bad spec or model directory. Returns (the model id the run fingerprint covers, None for the
     built-in model, whose runs predate the field; the model id the manifest records)."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.retrieval import dense
     model_id = dense.use_embedder(spec.strip()).model_id()
     return (None if spec.strip() == "builtin" else model_id), model_id
 
@@ -390,6 +329,9 @@ def parse_options(pairs: list[str] | None, systems: list[str]) -> dict[str, dict
 
 def _dataset(name: str | None, locomo: Path | None, errata: str | None, crisis: bool,
              data: Path | None = None, granularity: str = "turn", tier: str | None = None):
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.locomo import dataset_notes
+    from twistbench.datasets.registry import DEFAULT_DATASET, DatasetOptions, load_dataset
     opts = DatasetOptions(locomo=locomo, errata=errata, include_crisis=crisis, data=data,
                           granularity=granularity, tier=tier)
     if name is None:
@@ -413,6 +355,9 @@ def _offer_shipped_vectors(name: str, key_sha256: str) -> None:
     """A built-in key's committed vectors join the embedding lookup (retrieval/shipped.py): used
     only by the embedder that wrote them, and only if they were written from this key (the
     plain key and its crisis variant share one file, named after the plain key)."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.registry import builtin_key_path
+    from twistbench.retrieval import shipped
     key = builtin_key_path(name)
     for path in shipped_vectors_files(key) if key is not None else []:
         shipped.offer(path, key_sha256)
@@ -474,6 +419,20 @@ def run(
     embedder: EmbedderOpt = "builtin",
 ) -> None:
     """Run systems through the TWIST tracks and print the profile of every run under -o."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.answerers import make_answerer
+    from twistbench.judges import make_judge
+    from twistbench.report.runs import find_sources, record_run_order
+    from twistbench.retrieval import dense
+    from twistbench.runs.runner import RunSettings, check_selection, run_system
+    from twistbench.systems import (
+        DEFAULT_SYSTEMS,
+        build_system,
+        check_system,
+        declared_name,
+        make_system,
+    )
+    from twistbench.systems import REGISTRY as SYSTEM_REGISTRY
     failed = []
     try:
         _positive(timeout, "--timeout")
@@ -557,6 +516,8 @@ def run(
 def _note_vector_sources(before: dict[str, int]) -> None:
     """One note on where the run's vectors came from (counts since `before`), when it embedded
     anything."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.retrieval import dense
     sources = {k: n - before[k] for k, n in dense.vector_sources().items()}
     if any(sources.values()):
         err.print(f"note: vectors of {sum(sources.values()):,} texts: {sources['shipped']:,} "
@@ -601,6 +562,8 @@ def _refuse_shared_folders(out: Path, systems: list[str], labels: list[str | Non
     """Two systems whose run folders would be one (their labels, else the names their classes
     declare), refused before the first runs; the run loop checks again by the built systems'
     names."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.systems import declared_name
     seen: dict[Path, str] = {}
     for spec, name in zip(systems, labels):
         folder = out / run_folder_name(name or declared_name(spec) or spec)
@@ -620,11 +583,15 @@ def run_folder_name(name: str) -> str:
 def _print_report(folders: list[Path], out: Path | None, fmt: str = "md",
                   locomo: Path | None = None, html: Path | None = None,
                   labels: list[str] | None = None, audits: list[Path] | None = None) -> None:
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.report.runs import report_runs
     _emit_report(report_runs(folders, locomo=locomo, labels=labels, audits=audits or []), out,
                  fmt, html)
 
 
 def _write(path: Path, text: str) -> Path:
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.keyfile import atomic_write_bytes
     atomic_write_bytes(path, text.encode("utf-8"))
     return path
 
@@ -633,6 +600,8 @@ def _emit_report(rep, out: Path | None, fmt: str,  # noqa: ANN001 - RunsReport
                  html: Path | None = None) -> None:
     """Print the profile; with `out`, also write report.md (with the profile pictures),
     report.json, report.html and profile PNGs there; with `html`, the HTML report there."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.report.plots import plot_profile
     written: list[Path] = []
     if out is not None:
         out = _output_dir(out, "--out")
@@ -671,6 +640,8 @@ def _check_report_paths(out: Path, html: Path) -> None:
 
 
 def _html(rep) -> str:  # noqa: ANN001 - RunsReport
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.report.html import render_html
     names = ", ".join(dict.fromkeys(p.dataset for p in rep.profiles))
     return render_html(rep, title=f"twistbench report — {names}" if names else
                        "twistbench report")
@@ -694,6 +665,8 @@ def report(
     locomo: LocomoOpt = None,
 ) -> None:
     """Re-score saved runs (no system is called) and print the profile."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.report.runs import find_sources
     if format not in ("md", "json"):
         _fail_input(InputError("--format", f"unknown format {format!r}", expected="md or json"))
     try:
@@ -720,6 +693,8 @@ def compare(
     locomo: LocomoOpt = None,
 ) -> None:
     """Paired McNemar tests per item type between two runs on the same key."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.report.compare import compare_folders, render_comparison
     try:
         cmp = compare_folders(run_1, run_2, locomo=locomo)
     except InputError as exc:
@@ -737,6 +712,8 @@ def export_predictions(
 ) -> None:
     """Write Track B verdicts in the public TWIST predictions format
     {item_id, aligned, evidence}."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.report.runs import export_predictions as export
     try:
         n = export(run_dir, _output_file(out, "--out"))
     except InputError as exc:
@@ -753,6 +730,8 @@ def score_predictions(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report here.")] = None,
 ) -> None:
     """Score Track B predictions made by another harness against a key."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.report.runs import report_predictions
     try:
         ds, _ = _dataset(dataset, locomo, None, False)
         _emit_report(report_predictions(ds, predictions, system=name), out, "md")
@@ -766,6 +745,11 @@ def list_(
         help="datasets, systems or tracks (default all)")] = None,
 ) -> None:
     """List datasets, systems and tracks."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.registry import DATASETS
+    from twistbench.llm import is_configured
+    from twistbench.systems import available_systems
+    from twistbench.tracks import TRACKS
     sections = [what] if what else ["datasets", "systems", "tracks"]
     for sec in sections:
         table = Table(title=sec)
@@ -809,6 +793,9 @@ def conform(
 ) -> None:
     """Check a system against the contract on a small built-in conversation; exit 1 on a
     failed check."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.runs.conform import check_conformance
+    from twistbench.systems import make_system
     try:
         _positive(timeout, "--timeout")
         per = parse_options(option, [system])
@@ -870,6 +857,9 @@ def serve(
 ) -> None:
     """Serve a Python system over the HTTP contract, one instance per conversation
     (`twist run -s http://127.0.0.1:PORT` drives it)."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.systems import serve_system
+    from twistbench.wire.openapi import openapi_json
     if openapi:
         sys.stdout.write(openapi_json())
         return
@@ -959,6 +949,9 @@ def build_cs(
 def _note_stale_shipped_vectors(out: Path) -> None:
     """After a build over a committed TWIST-CS 2.0 key: a note when its shipped vectors do not
     name the key as written (they are then not used until rewritten)."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.keyfile import read_key as read_key_doc
+    from twistbench.retrieval import shipped
     if not out.exists() or out.resolve() not in (cs2_key_path().resolve(),
                                                  cs2_key_path(include_crisis=True).resolve()):
         return
@@ -1088,6 +1081,9 @@ def validate(
         "--json", help="Also write the report as JSON to this file.")] = None,
 ) -> None:
     """Separability audit (whitepaper §6.3) and shortcut audit; exit 1 when a check fails."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.audit.core import audit
+    from twistbench.validation.separability import render_validation_markdown, validate_dataset
     try:
         ds, source = _dataset(dataset, locomo, errata, include_crisis)
         out = _output_dir(out, "--out")
@@ -1139,6 +1135,11 @@ def trace(
 ) -> None:
     """Write ranked retrieval traces and lineage of a system (input to `twist audit`). Exits 1
     when queries were to be traced and every one of them failed."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.audit.tracing import write_traces
+    from twistbench.datasets.registry import REGISTRY as DATASET_REGISTRY
+    from twistbench.datasets.registry import DatasetOptions
+    from twistbench.systems import make_system
     try:
         _positive(timeout, "--timeout")
         _at_most(_at_least(k, 1, "-k"), MAX_K, "-k")
@@ -1217,6 +1218,9 @@ def audit_traces(
 
     JSONL traces rank by list order (equal scores keep it); TREC runs ignore the rank column
     and rank by score descending, ties by docid descending (trec_eval's rule)."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.audit.core import audit
+    from twistbench.audit.report import render_audit_markdown
     try:
         _at_most(_at_least(resamples, 1, "--resamples"), MAX_RESAMPLES, "--resamples")
         _at_least(seed, 0, "--seed")
@@ -1268,6 +1272,9 @@ def audit_native(
     embedder: EmbedderOpt = "builtin",
 ) -> None:
     """The native run matrix on LoCoMo: raw turns + parser facts at F1/F5/F8, lexical and dense."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.audit.native import native_matrix
+    from twistbench.audit.report import render_audit_markdown
     try:
         _at_most(_at_least(resamples, 1, "--resamples"), MAX_RESAMPLES, "--resamples")
         _at_least(seed, 0, "--seed")
@@ -1301,6 +1308,9 @@ def audit_labels(
         help="A model to rate with (repeatable; each is one rater).")] = None,
 ) -> None:
     """Semantic audit of contested credits: majority labels, Fleiss' kappa, pairwise agreement."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.audit.contested import read_cases, semantic_audit_files
+    from twistbench.audit.llm_raters import rate_cases, rater_client, write_label_csv
     extra = []
     try:
         if out is not None:
@@ -1355,6 +1365,9 @@ def annotate_export(
     include_crisis: CrisisOpt = False,
 ) -> None:
     """Write blind annotation packets (CSV, JSONL, offline HTML form, guide, full records)."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.annotate.excerpts import Settings as ExcerptSettings
+    from twistbench.annotate.packet import export_packets
     try:
         _at_least(annotators, 2, "--annotators")
         _at_most(annotators, 100, "--annotators")  # a folder each: 10**30 would exhaust memory
@@ -1393,6 +1406,9 @@ def annotate_agreement(
 ) -> None:
     """Cohen's / Fleiss' kappa, raw agreement and confusion tables per track and family; writes
     the adjudication queue."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.annotate.agreement import compute_agreement, render_markdown, write_agreement
+    from twistbench.annotate.answers import load_manifest, read_answers
     try:
         _kappa(min_kappa, "--min-kappa")
         manifest = load_manifest(packet)
@@ -1422,6 +1438,9 @@ def annotate_adjudicate(
 ) -> None:
     """Merge the adjudicator's decisions, drop families below the threshold and rejected
     items, and write the next key version with a changelog and the agreement figures."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.annotate.adjudicate import adjudicate as adjudicate_key
+    from twistbench.datasets.versions import resolve_key_file
     try:
         if min_kappa is not None:
             _kappa(min_kappa, "--min-kappa")
@@ -1453,6 +1472,8 @@ def errata_add(
     by: Annotated[str, typer.Option(help="Who filed or accepted the dispute.")] = "",
 ) -> None:
     """Record an accepted dispute in the key version's errata log."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.versions import add_erratum, resolve_key_file
     if action not in ("drop", "relabel"):
         _fail_input(InputError("--action", f"{action!r}", expected="drop or relabel"))
     try:
@@ -1469,6 +1490,9 @@ def errata_list(
     key: Annotated[str, typer.Argument(help="Key file or a committed key's version name.")],
 ) -> None:
     """The errata of a key version and the key's changelog."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.keyfile import read_key as read_key_doc
+    from twistbench.datasets.versions import errata_path, read_errata_log, resolve_key_file
     try:
         path = resolve_key_file(key)
         doc, digest = read_key_doc(path)
@@ -1492,6 +1516,8 @@ def errata_apply(
                                              "Default: beside KEY, named by version.")] = None,
 ) -> None:
     """Write the next key version with every erratum of this version folded in."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.versions import release_next_version, resolve_key_file
     try:
         if out is not None:
             _output_file(out, "--out")
@@ -1525,6 +1551,11 @@ def judge_calibrate(
     """Run a judge on decoy answers and report its rejection rate per decoy style (Wilson
     intervals); exit 1 when any style is below the pass rate, had a judge error, or was not
     judged at all (an incomplete calibration never passes)."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.registry import DEFAULT_DATASET
+    from twistbench.judges import make_judge
+    from twistbench.judges.calibration import PASS_RATE, calibration_summary, describe_calibration
+    from twistbench.validation.judge_calibration import run_calibration
     try:
         if sample is not None:
             _at_least(sample, 1, "--sample")
@@ -1567,6 +1598,9 @@ def schema(
     out: Annotated[Path | None, typer.Option("--out", "-o", help="Write to this file.")] = None,
 ) -> None:
     """Print the JSON Schema of every record (datasets, items, system outputs)."""
+    # lazy: the verb's layers load when it runs, not at every start-up (bench_startup.py)
+    from twistbench.datasets.keyfile import atomic_write_bytes
+    from twistbench.model import dump_json_schemas
     text = dump_json_schemas()
     if out:
         try:

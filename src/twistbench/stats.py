@@ -42,12 +42,12 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 from threadpoolctl import threadpool_limits
 
+# TIAP §4: 3,000 paired resamples, percentile CI, seed 1337 (kept where --help can read them)
+from twistbench.defaults import TIAP_BOOTSTRAP_SEED, TIAP_RESAMPLES
+
 # TWIST: cluster bootstraps of the track metrics.
 TWIST_BOOTSTRAP_SEED = 20260708
 TWIST_RESAMPLES = 2000
-# TIAP §4: 3,000 paired resamples, percentile CI, seed 1337.
-TIAP_BOOTSTRAP_SEED = 1337
-TIAP_RESAMPLES = 3000
 CONFIDENCE = 0.95
 MIN_GROUP = 2  # two-group bootstraps need at least this many observations per group
 _BLOCK_ELEMS = 4_000_000  # resample counts per matrix product (32 MB of float64 counts)

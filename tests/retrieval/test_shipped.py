@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import random
 import re
 from pathlib import Path
@@ -14,6 +16,7 @@ from twistbench.datasets.keyfile import read_key, write_key
 from twistbench.datasets.paths import cs2_key_path, shipped_vectors_files, shipped_vectors_path
 from twistbench.datasets.twist_cs import load_cs_dataset
 from twistbench.retrieval import dense, embcache, shipped, turn_text
+from twistbench.systems.flat_rag import FlatRAG
 
 SAMPLE_SEED = 18  # issue 18
 SAMPLE_SIZE = 40
@@ -196,20 +199,68 @@ def test_a_sample_of_shipped_vectors_is_what_the_model_computes(committed: Path)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("crisis", [False, True], ids=["plain", "crisis"])
 def test_default_run_embeds_nothing_beyond_the_shipped_file(committed: Path, tmp_path: Path,
-                                                            monkeypatch, capsys) -> None:
+                                                            monkeypatch, capsys,
+                                                            crisis: bool) -> None:
     # The default run (twist run: every default system, every track) with no disk cache and an
     # empty in-process cache: every text it embeds is in the file, so the model runs on none.
+    # With --include-crisis too: the crisis key's run adds its texts to the same file.
     monkeypatch.setenv(embcache.ENV_CACHE, "off")
     monkeypatch.setattr(dense, "_cache", dense.OrderedDict())
     monkeypatch.setattr(dense, "_active", dense.BUILTIN)
     monkeypatch.setenv(dense.ENV_EMBEDDER, "builtin")
     monkeypatch.delenv(shipped.ENV_SWITCH, raising=False)
     computed, hits, misses = dense.computed_texts, shipped.hits, shipped.misses
-    assert run_cli(["run", "--out", str(tmp_path / "runs"), "--no-progress"]) == 0
+    crisis_flag = ["--include-crisis"] if crisis else []
+    assert run_cli(["run", "--out", str(tmp_path / "runs"), "--no-progress", *crisis_flag]) == 0
     assert dense.computed_texts - computed == 0
     assert shipped.misses - misses == 0
     assert shipped.hits - hits > 8000  # distinct texts of the run (8,625 when written)
     note = " ".join(capsys.readouterr().err.split())  # the run says where its vectors came from
     assert re.search(r"note: vectors of [\d,]+ texts: [\d,]+ shipped with the key, 0 from the "
                      r"embedding cache, 0 computed by the model", note), note
+
+
+# --- a system in a child process (--isolate process) ----------------------------------------
+
+CHILD_LOG = "TWIST_TEST_VECTOR_SOURCES"  # where the child writes its counts
+
+
+class FlatRAGTellingVectorSources(FlatRAG):
+    """flat-rag that, after each ingest and recall, writes its process id and where that
+    process's vectors came from (dense.vector_sources()) to the file CHILD_LOG names: a spawned
+    child's counters never reach the parent otherwise."""
+
+    def _tell(self) -> None:
+        Path(os.environ[CHILD_LOG]).write_text(json.dumps({"pid": os.getpid(),
+                                                           **dense.vector_sources()}))
+
+    def ingest(self, events):  # noqa: ANN001, ANN201 - FlatRAG's
+        result = super().ingest(events)
+        self._tell()
+        return result
+
+    def recall(self, query: str):  # noqa: ANN201 - FlatRAG's
+        answer = super().recall(query)
+        self._tell()
+        return answer
+
+
+def test_a_system_in_a_child_process_uses_the_shipped_vectors(committed: Path, tmp_path: Path,
+                                                              monkeypatch) -> None:
+    # The child is spawned: it sees the key's file only through the offer the parent made in
+    # TWIST_SHIPPED_VECTOR_FILES, and (no disk cache) would run the model for any text missing.
+    monkeypatch.setenv(embcache.ENV_CACHE, "off")
+    monkeypatch.delenv(shipped.ENV_SWITCH, raising=False)
+    log = tmp_path / "child.json"
+    monkeypatch.setenv(CHILD_LOG, str(log))
+    code = run_cli(["run", "-s", f"{__file__}:FlatRAGTellingVectorSources", "-t", "C",
+                    "--conversation", "cs-acme", "--isolate", "process", "--no-progress",
+                    "--out", str(tmp_path / "runs"), "--embedder", "builtin"])
+    assert code == 0
+    child = json.loads(log.read_text())
+    assert child["pid"] != os.getpid()
+    assert child["computed"] == 0 and child["disk cache"] == 0
+    assert child["shipped"] > 100  # the conversation's turns and the queries asked so far
+    shipped.withdraw()

@@ -45,6 +45,7 @@ import numpy as np
 from twistbench.annotate.answers import RaterAnswers
 from twistbench.annotate.labels import TRACKS, category_order
 from twistbench.datasets.keyfile import atomic_write_bytes
+from twistbench.defaults import DEFAULT_MIN_KAPPA
 from twistbench.errors import InputError
 from twistbench.stats import (
     cluster_bootstrap_sums,
@@ -56,7 +57,6 @@ from twistbench.stats import (
 )
 
 QUEUE_FORMAT = "twist-adjudication-queue/1"
-DEFAULT_MIN_KAPPA = 0.8
 QUEUE_CSV_COLUMNS = ["queue_id", "item", "track", "family", "why", "key_answer", "answers",
                      "notes", "family_passes", "needs_decision", "item_text", "decision",
                      "new_label", "evidence", "decision_reason"]

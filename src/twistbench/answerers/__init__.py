@@ -12,11 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from twistbench.answerers.base import NO_MEMORY_ANSWER, Answerer, AnswererError
+from twistbench.defaults import DEFAULT_ANSWERER
 from twistbench.model import Answer, Memories
 from twistbench.plugins import build, resolve
 
 ENTRY_POINT_GROUP = "twistbench.answerers"
-DEFAULT_ANSWERER = "extractive"
 ANSWERERS: dict[str, str] = {
     "extractive": "twistbench.answerers.extractive:ExtractiveAnswerer",
     "llm": "twistbench.answerers.llm:LLMAnswerer",

@@ -121,7 +121,7 @@ def utf8_columns(strings: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.nda
 def arrow_utf8_columns(col: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """utf8_columns of a pyarrow string array without nulls, from its buffers (no Python
     string); the bytes are copied, so the batch they came from can be freed."""
-    import pyarrow as pa  # optional (the parquet extra): only called with pyarrow present
+    import pyarrow as pa  # imported where used (start-up time); only called with pyarrow present
 
     n = len(col)
     width = np.int64 if pa.types.is_large_string(col.type) else np.int32
@@ -389,7 +389,7 @@ class LineageCoder:
         """One pyarrow batch of iter_lineage_arrow: the anchors and conversations coded by
         pyarrow's dictionary encoding, the memory ids taken as bytes from their buffers (no
         Python string per row)."""
-        # pyarrow is optional (the parquet extra): imported where it is used
+        # pyarrow: imported where it is used (start-up time)
         import pyarrow.compute as pc
 
         n = batch.num_rows
@@ -645,7 +645,7 @@ class GoldCoder:
     def add_arrow(self, batch: Any) -> None:
         """One pyarrow batch of iter_gold_arrow (conversations, categories and anchors coded
         through pyarrow's dictionary encoding, the query ids taken as bytes)."""
-        # pyarrow is optional (the parquet extra): imported where it is used
+        # pyarrow: imported where it is used (start-up time)
         import pyarrow.compute as pc
 
         def encoded(col: Any) -> tuple[list[str], np.ndarray]:

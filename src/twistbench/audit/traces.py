@@ -268,7 +268,7 @@ def iter_lineage_arrow(path: str | Path) -> Iterator[Any]:
     """A lineage JSONL file as pyarrow record batches (one thread), every column checked;
     Unusual on anything the careful reading must see (a row pyarrow refuses, a null, an
     empty sources list, a field outside the lineage format)."""
-    # pyarrow is optional (the parquet extra): imported where it is used
+    # pyarrow: imported where it is used (start-up time)
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
@@ -308,7 +308,7 @@ def iter_gold_arrow(path: str | Path) -> Iterator[Any]:
     careful reading must see: a row pyarrow refuses, any null (an absent field and a JSON null
     differ there), an empty query id, an integer category (LoCoMo's; GoldQuery turns it into
     text), anchor_texts other than an object of texts, a field outside the gold format."""
-    # pyarrow is optional (the parquet extra): imported where it is used
+    # pyarrow: imported where it is used (start-up time)
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.json as pj
@@ -658,7 +658,7 @@ class Unusual(Exception):
 
 
 def _arrow_schema() -> Any:
-    # pyarrow is optional (the parquet extra): imported where it is used
+    # pyarrow: imported where it is used (start-up time)
     import pyarrow as pa
 
     result_t = pa.list_(pa.struct([("id", pa.string()), ("score", pa.float64())]))
@@ -668,7 +668,7 @@ def _arrow_schema() -> Any:
 
 def arrow_available() -> bool:
     try:
-        # pyarrow is optional (the parquet extra): imported where it is used
+        # pyarrow: imported where it is used (start-up time)
         import pyarrow.json  # noqa: F401
     except ImportError:
         return False
@@ -678,7 +678,7 @@ def arrow_available() -> bool:
 def release_arrow_memory() -> None:
     """Hand the memory pyarrow's allocator keeps for reuse back to the system (after a file is
     read: its batches are gone, and a large lineage must not leave its buffers in the peak)."""
-    # pyarrow is optional (the parquet extra): imported where it is used
+    # pyarrow: imported where it is used (start-up time)
     import pyarrow as pa
 
     pa.default_memory_pool().release_unused()
@@ -692,14 +692,14 @@ def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
     field outside the trace format, a null or empty id or query id, a non-finite score): the
     caller then reads the file with iter_trace_chunks. A query id read twice is for the caller
     to find (score_chunks keeps a flag per gold query rather than every id read)."""
-    # pyarrow is optional (the parquet extra): imported where it is used
+    # pyarrow: imported where it is used (start-up time)
     import pyarrow as pa
     import pyarrow.compute as pc
 
     path = Path(path)
     fmt = trace_format(path, fmt)
     if fmt == "jsonl":
-        # pyarrow is optional (the parquet extra): imported where it is used
+        # pyarrow: imported where it is used (start-up time)
         import pyarrow.json as pj
 
         try:
@@ -710,7 +710,7 @@ def iter_encoded_chunks(path: str | Path, fmt: str | None = None,
             raise Unusual(str(exc)) from exc
         batches = _arrow_batches(reader, pa)
     elif fmt == "parquet":
-        # pyarrow is optional (the parquet extra): imported where it is used
+        # pyarrow: imported where it is used (start-up time)
         import pyarrow.parquet as pq
 
         try:
@@ -845,13 +845,14 @@ def _ranks(lengths: np.ndarray) -> np.ndarray:
 def _parquet_chunks(path: Path, size: int, dedupe: bool) -> Iterator[TraceChunk]:
     """Parquet trace rows by record batch (see the README's trace formats for the schema)."""
     try:
-        # pyarrow is optional (the parquet extra): imported where it is used
+        # pyarrow: imported where it is used (start-up time)
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
     except ImportError as exc:
         raise InputError(str(path), "reading Parquet traces needs pyarrow",
-                         expected="pip install 'twistbench[parquet]'") from exc
+                         expected="pyarrow (a twistbench dependency): pip install pyarrow"
+                         ) from exc
     try:
         pf = pq.ParquetFile(path, pre_buffer=False)  # one row group's bytes at a time
     except OSError as exc:
@@ -970,7 +971,7 @@ def write_traces_parquet(path: str | Path, chunks: Iterable[TraceRun | TraceChun
     """Write traces as Parquet (one row per query, a row group per `row_group_queries`), from
     runs or chunks given one after the other, so a large log never has to be in memory whole.
     Returns the number of rows."""
-    # pyarrow is optional (the parquet extra): imported where it is used
+    # pyarrow: imported where it is used (start-up time)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -1261,7 +1262,7 @@ class _TrecLines:
     element-wise, no Python object per line; the bytes are those of write_trec_traces."""
 
     def __init__(self, tag: str) -> None:
-        # pyarrow is optional (the parquet extra): imported where it is used
+        # pyarrow: imported where it is used (start-up time)
         import pyarrow as pa
         import pyarrow.compute as pc
 

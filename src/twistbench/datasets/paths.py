@@ -65,16 +65,7 @@ def locomo2_key_path(include_crisis: bool = False) -> Path:
     return data_dir() / (LOCOMO2_CRISIS_KEY_FILE if include_crisis else LOCOMO2_KEY_FILE)
 
 
-# Built-in keys by dataset name: (the key, the key with crisis plants), files in data_dir().
-BUILTIN_KEY_FILES = {"twist-cs-2.0": (CS2_KEY_FILE, CS2_CRISIS_KEY_FILE),
-                     "twist-cs-1.0": (CS_KEY_FILE, CS_CRISIS_KEY_FILE)}
 SHIPPED_VECTORS_DIR = "embeddings"
-
-
-def builtin_key_path(name: str, include_crisis: bool = False) -> Path | None:
-    """The committed key file a registered dataset name loads (None for any other name)."""
-    files = BUILTIN_KEY_FILES.get(name)
-    return data_dir() / files[include_crisis] if files else None
 
 
 def shipped_vectors_path(key_file: Path, model_id: str) -> Path:

@@ -32,7 +32,13 @@ from twistbench.datasets.errata import AUDIT_VERSIONS, pinned_audit
 from twistbench.datasets.keyfile import read_key
 from twistbench.datasets.locomo import locomo_dataset
 from twistbench.datasets.longmemeval import load_longmemeval
-from twistbench.datasets.paths import TWIST_B_KEY, cs2_key_path, data_dir, resolve_shared_or_path
+from twistbench.datasets.paths import (
+    TWIST_B_KEY,
+    cs2_key_path,
+    cs_key_path,
+    data_dir,
+    resolve_shared_or_path,
+)
 from twistbench.datasets.twist_b import load_twist_b
 from twistbench.datasets.twist_cs import load_cs_dataset
 from twistbench.datasets.twist_locomo import KEY2_VERSION as LOCOMO2_VERSION
@@ -73,6 +79,17 @@ class DatasetEntry:
     needs_data: bool = False  # reads the benchmark from --data
     input_sha256: Callable[[DatasetOptions], str] | None = None  # of --data, for a QA Dataset
     qa_scorer: str = LOCOMO_SCORER  # how its QA answers are scored (the description says so too)
+    # The committed key file the entry loads, by include_crisis (TWIST-CS: `load` reads exactly
+    # this file); the CLI offers the shipped vectors found beside it. None for the others.
+    key_file: Callable[[bool], Path] | None = None
+
+
+def _cs_entry(name: str, description: str, key_file: Callable[[bool], Path]) -> DatasetEntry:
+    """A TWIST-CS key: loads the file `key_file` names, so the two cannot disagree."""
+    return DatasetEntry(name, description, False,
+                        lambda o: load_cs_dataset(key_file(o.include_crisis),
+                                                  include_crisis=o.include_crisis),
+                        key_file=key_file)
 
 
 def _need_locomo(name: str, opts: DatasetOptions) -> Path:
@@ -101,15 +118,12 @@ def _beam_sha256(opts: DatasetOptions) -> str:
 REGISTRY: dict[str, DatasetEntry] = {
     e.name: e
     for e in [
-        DatasetEntry("twist-cs-2.0", "TWIST-CS 2.0: six customer-success workspaces written from "
-                     "hand-written banks, all four tracks, contrast sets and distractors (crisis "
-                     "plants with --include-crisis)", False,
-                     lambda o: load_cs_dataset(cs2_key_path(o.include_crisis),
-                                               include_crisis=o.include_crisis)),
-        DatasetEntry("twist-cs-1.0", "TWIST-CS 1.0: the first, templated key, kept loadable for "
-                     "comparison; six synthetic customer-success workspaces, all "
-                     "four tracks (crisis plants with --include-crisis)", False,
-                     lambda o: load_cs_dataset(include_crisis=o.include_crisis)),
+        _cs_entry("twist-cs-2.0", "TWIST-CS 2.0: six customer-success workspaces written from "
+                  "hand-written banks, all four tracks, contrast sets and distractors (crisis "
+                  "plants with --include-crisis)", cs2_key_path),
+        _cs_entry("twist-cs-1.0", "TWIST-CS 1.0: the first, templated key, kept loadable for "
+                  "comparison; six synthetic customer-success workspaces, all "
+                  "four tracks (crisis plants with --include-crisis)", cs_key_path),
         DatasetEntry("twist-locomo-1.0", "TWIST items injected into LoCoMo, plus LoCoMo QA "
                      "(needs --locomo)", True,
                      lambda o: load_locomo_dataset(_need_locomo("twist-locomo-1.0", o),
@@ -158,6 +172,13 @@ def qa_scorer(dataset_name: str) -> str:
     variant such as locomo+audit-1 is LoCoMo-based or LoCoMo-shaped: the official F1)."""
     entry = REGISTRY.get(dataset_name)
     return entry.qa_scorer if entry is not None else LOCOMO_SCORER
+
+
+def builtin_key_path(name: str, include_crisis: bool = False) -> Path | None:
+    """The committed key file a registered dataset name loads (None for any other name, and for
+    an entry that names no committed key: see DatasetEntry.key_file)."""
+    entry = REGISTRY.get(name)
+    return entry.key_file(include_crisis) if entry is not None and entry.key_file else None
 
 
 def load_dataset(name_or_path: str, opts: DatasetOptions | None = None) -> Dataset:

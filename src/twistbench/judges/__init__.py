@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from twistbench.defaults import DEFAULT_JUDGE
 from twistbench.judges.base import (
     OUTCOMES,
     Judge,
@@ -26,7 +27,6 @@ from twistbench.judges.base import (
 from twistbench.plugins import build, resolve
 
 ENTRY_POINT_GROUP = "twistbench.judges"
-DEFAULT_JUDGE = "structural"
 # name -> "module:Class"
 JUDGES: dict[str, str] = {
     "structural": "twistbench.judges.structural:StructuralJudge",

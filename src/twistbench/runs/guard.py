@@ -27,6 +27,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from twistbench.answerers import Answerer, AnswererError, answer_recall
 from twistbench.answerers.extractive import ExtractiveAnswerer
 from twistbench.contract import Capabilities, MemorySystem
+from twistbench.defaults import DEFAULT_MAX_OUTPUT_BYTES
 from twistbench.model import (
     Answer,
     Dataset,
@@ -50,7 +51,6 @@ from twistbench.runs.isolation import (
 from twistbench.sanitize import Redactor, safe_str, type_name
 
 MAX_MESSAGE = 2000  # characters of an error message kept (after redaction)
-DEFAULT_MAX_OUTPUT_BYTES = 1_000_000
 
 _TENSIONS = TypeAdapter(list[Tension])
 _SCORED = TypeAdapter(list[ScoredMemory])
