@@ -626,7 +626,9 @@ class GoldCoder:
             categories: Sequence[str]) -> None:
         cl = self.lineage
         q0 = self._query_ids(utf8_columns(qids))
-        cc = np.fromiter(map(cl.conv_code, convs), dtype=np.int64, count=len(convs))
+        # a method call per distinct conversation, then one C-level dict lookup per query
+        conv_codes = {c: cl.conv_code(c) for c in dict.fromkeys(convs)}
+        cc = np.fromiter(map(conv_codes.__getitem__, convs), dtype=np.int64, count=len(convs))
         self.conv.extend(cc.astype(np.int32).tolist())
         names = list(dict.fromkeys(categories))
         where = {c: i for i, c in enumerate(names)}
