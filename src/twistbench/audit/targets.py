@@ -523,6 +523,34 @@ def code_lineage(lineage: Lineage) -> CodedLineage:
     return coder.done()
 
 
+def _code_file(path: Path, columnar: bool, new_coder: Callable[[], Any],
+               arrow_batches: Callable[[Path], Any], column_batches: Callable[[Path], Any],
+               add_columns: Callable[[Any, Any], None], careful_read: Callable[[Path], Any]
+               ) -> Any:
+    """Code a lineage or gold file with its coder: from pyarrow's record batches when pyarrow is
+    installed and `columnar`, else (or when pyarrow's reading finds anything Unusual) from the
+    orjson column batches. A repeated id (the coder's ValueError) is re-read by the careful
+    reader, which raises the InputError that names its line."""
+    coder = None
+    if columnar and arrow_available():
+        try:
+            coder = new_coder()
+            for batch in arrow_batches(path):
+                coder.add_arrow(batch)
+            release_arrow_memory()
+        except Unusual:
+            coder = None
+    if coder is None:
+        coder = new_coder()
+        for cols in column_batches(path):
+            add_columns(coder, cols)
+    try:
+        return coder.done()
+    except ValueError:
+        careful_read(path)
+        raise
+
+
 @_then_release_heap
 @_no_gc
 def read_coded_lineage(path: str | Path, columnar: bool = True) -> CodedLineage:
@@ -530,24 +558,10 @@ def read_coded_lineage(path: str | Path, columnar: bool = True) -> CodedLineage:
     pyarrow, when installed and `columnar`, else orjson; anything pyarrow leaves aside is read
     by the orjson reading). InputError (through read_lineage, which names the line) on any
     defect."""
-    try:
-        if columnar and arrow_available():
-            try:
-                coder = LineageCoder()
-                for batch in iter_lineage_arrow(path):
-                    coder.add_arrow(batch)
-                release_arrow_memory()
-                return coder.done()  # ValueError on a repeated memory id
-            except Unusual:
-                pass
-        coder = LineageCoder()
-        for cols in iter_lineage_columns(path):
-            coder.add(cols.conversations, cols.memory_ids, cols.sources, cols.raw,
-                      cols.canonical)
-        return coder.done()
-    except ValueError:
-        read_lineage(path)  # raises the InputError naming the repeated id's line
-        raise
+    return _code_file(Path(path), columnar, LineageCoder, iter_lineage_arrow, iter_lineage_columns,
+                      lambda coder, cols: coder.add(cols.conversations, cols.memory_ids,
+                                                    cols.sources, cols.raw, cols.canonical),
+                      read_lineage)  # read_lineage names the repeated id's line
 
 
 @dataclass
@@ -717,24 +731,11 @@ def code_gold(gold: Gold, lineage: CodedLineage) -> CodedGold:
 def read_coded_gold(path: str | Path, lineage: CodedLineage, columnar: bool = True) -> CodedGold:
     """Read and code a gold file batch by batch (pyarrow when installed and `columnar`, else
     or for anything unusual orjson); InputError (through read_gold) on a defect."""
-    coder = None
-    if columnar and arrow_available():
-        try:
-            coder = GoldCoder(lineage)
-            for batch in iter_gold_arrow(path):
-                coder.add_arrow(batch)
-            release_arrow_memory()
-        except Unusual:
-            coder = None
-    if coder is None:
-        coder = GoldCoder(lineage)
-        for cols in iter_gold_columns(path):
-            coder.add(cols.query_ids, cols.conversations, cols.anchors, cols.categories)
-    try:
-        return coder.done()
-    except ValueError:
-        read_gold(path)  # raises the InputError naming the repeated query's line
-        raise
+    return _code_file(Path(path), columnar, lambda: GoldCoder(lineage), iter_gold_arrow,
+                      iter_gold_columns,
+                      lambda coder, cols: coder.add(cols.query_ids, cols.conversations,
+                                                    cols.anchors, cols.categories),
+                      read_gold)  # read_gold names the repeated query's line
 
 
 @dataclass

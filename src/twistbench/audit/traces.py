@@ -38,7 +38,7 @@ import json
 import math
 import operator
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 from pathlib import Path
@@ -158,6 +158,7 @@ def _parse(path: Path, lineno: int, raw: bytes) -> dict[str, Any] | None:
 
 
 _M = TypeVar("_M", LineageRow, GoldQuery)
+_C = TypeVar("_C")  # a batch's columns (LineageColumns, GoldColumns)
 
 
 def _records(path: Path, model: type[_M],
@@ -212,6 +213,28 @@ _LINEAGE_FIELDS = frozenset({"conversation", "memory_id", "sources", "raw", "can
 _BOOL = {bool}
 
 
+def _checked_column_batches(path: Path, model: type[_M],
+                            fast: Callable[[list[dict[str, Any]]], _C | None],
+                            careful: Callable[[list[_M]], _C]) -> Iterator[_C]:
+    """Column batches of a JSONL file: each batch parsed by orjson and handed to `fast`, which
+    takes its columns by C-level maps and checks their types column-wise (None: something
+    unusual); a batch `fast` refuses, or orjson cannot parse, is read again line by line by
+    pydantic (`_records`), which names the line and field of a defect, and `careful` takes
+    the columns of its records."""
+    loads = orjson.loads
+    for first, batch in _line_batches(path):
+        cols = None
+        try:
+            objs = list(map(loads, batch))
+            if _types(objs) <= {dict}:
+                cols = fast(objs)
+        except (orjson.JSONDecodeError, KeyError, TypeError):
+            pass
+        if cols is None:
+            cols = careful([r for _, r in _records(path, model, enumerate(batch, start=first))])
+        yield cols
+
+
 @dataclass
 class LineageColumns:
     """Consecutive lineage rows as columns (what the scoring needs; the texts are not kept)."""
@@ -232,36 +255,33 @@ def iter_lineage_columns(path: str | Path) -> Iterator[LineageColumns]:
     as read_lineage reads it, which names the line and field of a defect and applies the same
     conversions. A memory id repeated within a conversation is found by the coding
     (targets.read_coded_lineage), which then names its line through read_lineage."""
-    path = Path(path)
-    loads = orjson.loads
     get_mid, get_src = operator.itemgetter("memory_id"), operator.itemgetter("sources")
     get_raw, get_can = operator.itemgetter("raw"), operator.itemgetter("canonical")
     get_conv = operator.methodcaller("get", "conversation", "")
     get_text = operator.methodcaller("get", "text", "")
-    for first, batch in _line_batches(path):
-        cols = None
-        try:
-            objs = list(map(loads, batch))
-            if _types(objs) <= {dict} and set().union(*objs) <= _LINEAGE_FIELDS:
-                mids = list(map(get_mid, objs))
-                srcs = list(map(get_src, objs))
-                raw = list(map(get_raw, objs))
-                can = list(map(get_can, objs))
-                convs = list(map(get_conv, objs))
-                if (_types(mids) <= _STR and _types(convs) <= _STR and _types(srcs) <= {list}
-                        and 0 not in map(len, srcs)
-                        and _types(chain.from_iterable(srcs)) <= _STR
-                        and _types(raw) <= _BOOL and _types(can) <= _BOOL
-                        and _types(map(get_text, objs)) <= _STR):
-                    cols = LineageColumns(convs, mids, srcs, raw, can)
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            pass
-        if cols is None:
-            rows = [r for _, r in _records(path, LineageRow, enumerate(batch, start=first))]
-            cols = LineageColumns([r.conversation for r in rows], [r.memory_id for r in rows],
-                                  [r.sources for r in rows], [r.raw for r in rows],
-                                  [r.canonical for r in rows])
-        yield cols
+
+    def fast(objs: list[dict[str, Any]]) -> LineageColumns | None:
+        if not set().union(*objs) <= _LINEAGE_FIELDS:
+            return None
+        mids = list(map(get_mid, objs))
+        srcs = list(map(get_src, objs))
+        raw = list(map(get_raw, objs))
+        can = list(map(get_can, objs))
+        convs = list(map(get_conv, objs))
+        if (_types(mids) <= _STR and _types(convs) <= _STR and _types(srcs) <= {list}
+                and 0 not in map(len, srcs)
+                and _types(chain.from_iterable(srcs)) <= _STR
+                and _types(raw) <= _BOOL and _types(can) <= _BOOL
+                and _types(map(get_text, objs)) <= _STR):
+            return LineageColumns(convs, mids, srcs, raw, can)
+        return None
+
+    def careful(rows: list[LineageRow]) -> LineageColumns:
+        return LineageColumns([r.conversation for r in rows], [r.memory_id for r in rows],
+                              [r.sources for r in rows], [r.raw for r in rows],
+                              [r.canonical for r in rows])
+
+    return _checked_column_batches(Path(path), LineageRow, fast, careful)
 
 
 def iter_lineage_arrow(path: str | Path) -> Iterator[Any]:
@@ -356,8 +376,6 @@ def _as_text(v: Any) -> str:
 def iter_gold_columns(path: str | Path) -> Iterator[GoldColumns]:
     """A gold file as column batches, every row checked as read_gold checks it (the same
     batch-wise reading as iter_lineage_columns; a repeated query id is found by the coding)."""
-    path = Path(path)
-    loads = orjson.loads
     get_qid = operator.itemgetter("query_id")
     get_conv = operator.methodcaller("get", "conversation", "")
     get_anchors = operator.methodcaller("get", "anchors", [])
@@ -365,36 +383,35 @@ def iter_gold_columns(path: str | Path) -> Iterator[GoldColumns]:
     get_question = operator.methodcaller("get", "question", "")
     get_answer = operator.methodcaller("get", "answer", "")
     get_texts = operator.methodcaller("get", "anchor_texts", {})
-    for first, batch in _line_batches(path):
-        cols = None
-        try:
-            objs = list(map(loads, batch))
-            if _types(objs) <= {dict} and set().union(*objs) <= _GOLD_FIELDS:
-                qids = list(map(get_qid, objs))
-                convs = list(map(get_conv, objs))
-                anchors = list(map(get_anchors, objs))
-                cats = list(map(get_cat, objs))
-                texts = list(map(get_texts, objs))
-                if (_types(qids) <= _STR and "" not in qids and _types(convs) <= _STR
-                        and _types(anchors) <= {list}
-                        and _types(chain.from_iterable(anchors)) <= _STR
-                        and _types(cats) <= _AS_TEXT and bool not in _types(cats)
-                        and _types(map(get_question, objs)) <= _STR
-                        and _types(map(get_answer, objs)) <= _AS_TEXT
-                        and bool not in _types(map(get_answer, objs))
-                        and _types(texts) <= {dict}
-                        and _types(chain.from_iterable(texts)) <= _STR
-                        and _types(chain.from_iterable(map(dict.values, texts))) <= _STR):
-                    if not _types(cats) <= _STR:
-                        cats = list(map(_as_text, cats))
-                    cols = GoldColumns(qids, convs, anchors, cats)
-        except (orjson.JSONDecodeError, KeyError, TypeError):
-            pass
-        if cols is None:
-            rows = [g for _, g in _records(path, GoldQuery, enumerate(batch, start=first))]
-            cols = GoldColumns([g.query_id for g in rows], [g.conversation for g in rows],
-                               [g.anchors for g in rows], [g.category for g in rows])
-        yield cols
+
+    def fast(objs: list[dict[str, Any]]) -> GoldColumns | None:
+        if not set().union(*objs) <= _GOLD_FIELDS:
+            return None
+        qids = list(map(get_qid, objs))
+        convs = list(map(get_conv, objs))
+        anchors = list(map(get_anchors, objs))
+        cats = list(map(get_cat, objs))
+        texts = list(map(get_texts, objs))
+        if (_types(qids) <= _STR and "" not in qids and _types(convs) <= _STR
+                and _types(anchors) <= {list}
+                and _types(chain.from_iterable(anchors)) <= _STR
+                and _types(cats) <= _AS_TEXT and bool not in _types(cats)
+                and _types(map(get_question, objs)) <= _STR
+                and _types(map(get_answer, objs)) <= _AS_TEXT
+                and bool not in _types(map(get_answer, objs))
+                and _types(texts) <= {dict}
+                and _types(chain.from_iterable(texts)) <= _STR
+                and _types(chain.from_iterable(map(dict.values, texts))) <= _STR):
+            if not _types(cats) <= _STR:
+                cats = list(map(_as_text, cats))
+            return GoldColumns(qids, convs, anchors, cats)
+        return None
+
+    def careful(rows: list[GoldQuery]) -> GoldColumns:
+        return GoldColumns([g.query_id for g in rows], [g.conversation for g in rows],
+                           [g.anchors for g in rows], [g.category for g in rows])
+
+    return _checked_column_batches(Path(path), GoldQuery, fast, careful)
 
 
 def _object(path: Path, lineno: int, obj: Any) -> dict[str, Any]:
