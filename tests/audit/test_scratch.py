@@ -77,18 +77,24 @@ def test_the_next_audit_removes_what_a_killed_one_left_and_keeps_a_live_ones(
         for o in others:
             o.mkdir()
         (work / (PREFIX + "file")).write_text("not a folder\n")
+        garbled = work / (PREFIX + "garbled")  # unlocked: dead, whatever the file says
+        garbled.mkdir()
+        (garbled / OWNER).write_text("{not json\n")
+        odd = work / (PREFIX + "odd")  # owner.json a folder: no lock to judge by, kept
+        (odd / OWNER).mkdir(parents=True)
         elsewhere = _unowned(tmp_path, PREFIX + "target", UNOWNED_AGE_S + 3600)
         (work / (PREFIX + "link")).symlink_to(elsewhere, target_is_directory=True)
 
         notes: list[str] = []
         res = core.audit([tp], lp, gp, out, names=["a"], n_resamples=20, on_note=notes.append)
 
-        assert not dead.exists() and not old.exists()
-        assert kept.is_dir() and (kept / OWNER).is_file() and young.is_dir()
+        assert not dead.exists() and not old.exists() and not garbled.exists()
+        assert kept.is_dir() and (kept / OWNER).is_file() and young.is_dir() and odd.is_dir()
         assert all(o.is_dir() for o in others) and (work / (PREFIX + "file")).is_file()
         assert elsewhere.is_dir() and (work / (PREFIX + "link")).is_symlink()  # not followed
-        assert len(notes) == 2, notes
+        assert len(notes) == 3, notes
         by_folder = {n.split(",")[0]: n for n in notes}
+        assert "an audit whose owner file is unreadable" in by_folder[f"removed {garbled}"]
         assert f"pid {pid} on host" in by_folder[f"removed {dead}"]
         assert "which ended without removing it" in by_folder[f"removed {dead}"]
         assert "no owner recorded, nothing changed in it for 25 h" in by_folder[f"removed {old}"]
@@ -96,7 +102,7 @@ def test_the_next_audit_removes_what_a_killed_one_left_and_keeps_a_live_ones(
         assert res.files and (out / "audit.json").is_file() and (out / "trec/a/run.txt").is_file()
         assert not list(out.rglob(OWNER + "*"))
         assert sorted(p.name for p in work.glob(PREFIX + "*")) == sorted(
-            [kept.name, young.name, PREFIX + "file", PREFIX + "link"])
+            [kept.name, young.name, odd.name, PREFIX + "file", PREFIX + "link"])
     finally:
         live.kill()
         live.wait()

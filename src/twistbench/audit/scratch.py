@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import socket
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -70,17 +71,21 @@ def scratch_folder(out_dir: str | Path,
             os.close(fd)
 
 
-def _own(folder: Path) -> int:
+def _own(folder: Path) -> int | None:
     """Lock and fill `folder`/owner.json (pid, host, start time, for the note a later audit
-    prints); returns the descriptor whose lock lasts as long as this process keeps it open."""
+    prints); returns the descriptor whose lock lasts as long as this process keeps it open
+    (None without flock: the file is written and closed, the folder judged by its age)."""
+    me = {"pid": os.getpid(), "host": socket.gethostname(),
+          "started": datetime.now(UTC).isoformat(timespec="seconds")}
+    record = (json.dumps(me) + "\n").encode("utf-8")
+    if fcntl is None:  # pragma: no cover - not reached on Linux or macOS
+        (folder / OWNER).write_bytes(record)
+        return None
     pending = folder / f"{OWNER}.{os.getpid()}"
     fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
     try:
-        if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody holds it
-        me = {"pid": os.getpid(), "host": socket.gethostname(),
-              "started": datetime.now(UTC).isoformat(timespec="seconds")}
-        os.write(fd, (json.dumps(me) + "\n").encode("utf-8"))
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a new file: nobody else holds it
+        os.write(fd, record)
         os.replace(pending, folder / OWNER)  # named only once locked
     except BaseException:
         os.close(fd)
@@ -107,25 +112,30 @@ def remove_dead(parent: str | Path, now: float | None = None) -> list[str]:
 
 
 def _remove_if_dead(folder: Path, now: float) -> str | None:
-    try:
-        fd = os.open(folder / OWNER, os.O_RDONLY)
-    except FileNotFoundError:
-        return _remove_if_old(folder, now, "no owner recorded")
-    except OSError:  # unreadable: whose it is cannot be known, so it is kept
-        return None
-    try:
-        if fcntl is None:
-            return _remove_if_old(folder, now, _owner(fd))
+    if fcntl is None:  # pragma: no cover - not reached on Linux or macOS
         try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except OSError:  # its audit is running (or this file system has no locks): kept
-            return None
-        try:  # an audit that ended removes its folder before it lets go of the lock
-            if not os.path.samestat(os.fstat(fd), os.stat(folder / OWNER)):
-                return None
+            return _remove_if_old(folder, now, _owner((folder / OWNER).read_bytes()))
+        except FileNotFoundError:
+            return _remove_if_old(folder, now, "no owner recorded")
         except OSError:
             return None
-        return _remove(folder, f"{_owner(fd)}, which ended without removing it")
+    try:
+        fd = os.open(folder / OWNER, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return _remove_if_old(folder, now, "no owner recorded")
+    except OSError:  # unreadable, or a link: whose it is cannot be known, so it is kept
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            # an audit that ended removes its folder before it lets go of the lock
+            if not os.path.samestat(os.fstat(fd), os.stat(folder / OWNER)) or \
+                    not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            record = os.read(fd, 4096)
+        except OSError:  # locked: its audit is running (or no lock to be had here): kept
+            return None
+        return _remove(folder, f"{_owner(record)}, which ended without removing it")
     finally:
         os.close(fd)
 
@@ -153,11 +163,11 @@ def _remove(folder: Path, why: str) -> str:
     return f"removed {folder}, the temporary folder of an earlier audit ({why})"
 
 
-def _owner(fd: int) -> str:
+def _owner(record: bytes) -> str:
     """Whose the folder was, from its owner.json: 'the audit of pid P on host H, started T'."""
     try:
-        owner = json.loads(os.read(fd, 4096).decode("utf-8"))
+        owner = json.loads(record.decode("utf-8"))
         return (f"the audit of pid {owner['pid']} on host {owner['host']}, started "
                 f"{owner['started']}")
-    except (OSError, UnicodeDecodeError, ValueError, TypeError, KeyError):
+    except (UnicodeDecodeError, ValueError, TypeError, KeyError):
         return "an audit whose owner file is unreadable"
