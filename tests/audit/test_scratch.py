@@ -44,10 +44,15 @@ def _holder(out_dir: Path) -> tuple[subprocess.Popen, Path]:
 def _killed(out_dir: Path) -> tuple[int, Path]:
     """The folder a killed audit leaves: (its pid, the folder)."""
     proc, folder = _holder(out_dir)
-    proc.kill()
-    proc.wait()
+    _kill(proc)
     (folder / "0.txt").write_text("q1 Q0 m1 1 60 run\n")  # a half-written TREC run
     return proc.pid, folder
+
+
+def _kill(proc: subprocess.Popen) -> None:
+    """SIGKILL: no clean-up of its own runs (its pipes closed here)."""
+    proc.kill()
+    proc.communicate()
 
 
 def _unowned(parent: Path, name: str, age_s: float) -> Path:
@@ -104,8 +109,7 @@ def test_the_next_audit_removes_what_a_killed_one_left_and_keeps_a_live_ones(
         assert sorted(p.name for p in work.glob(PREFIX + "*")) == sorted(
             [kept.name, young.name, odd.name, PREFIX + "file", PREFIX + "link"])
     finally:
-        live.kill()
-        live.wait()
+        _kill(live)
     # killed too now: the next look removes it, and only it
     lines = remove_dead(work)
     assert len(lines) == 1 and lines[0].startswith(f"removed {kept}, "), lines
