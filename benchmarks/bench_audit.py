@@ -43,6 +43,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_tiap import make  # noqa: E402  (the shared synthetic generator)
+from working_tree import child_env  # noqa: E402
 
 from twistbench.audit.traces import (  # noqa: E402
     Lineage,
@@ -94,7 +95,7 @@ def run_cli(paths: dict[str, Path], out: Path, log: Path,
     shutil.rmtree(out, ignore_errors=True)
     with open(log, "wb") as so, open(log.with_suffix(".err"), "wb") as se:
         t0 = time.perf_counter()
-        child = subprocess.Popen(cmd, stdout=so, stderr=se)
+        child = subprocess.Popen(cmd, stdout=so, stderr=se, env=child_env())
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - t0
         child.returncode = os.waitstatus_to_exitcode(status)

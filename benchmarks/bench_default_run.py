@@ -41,6 +41,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from working_tree import SRC, child_env
+
 GOAL_S = 20.0
 GOAL_BYTES = 1024**3
 REPO = Path(__file__).resolve().parent.parent
@@ -69,17 +71,14 @@ def run_once(cores: str | None, keep: Path | None, embed_cache: str = "off",
 
     embed_cache: the child's TWIST_EMBED_CACHE: "off", or a path to a cache file.
     shipped: whether the child may read the key's shipped vectors (TWIST_SHIPPED_VECTORS).
-    src: a `src/` folder whose twistbench the child imports instead of the installed one.
+    src: a `src/` folder whose twistbench the child imports (None: this tree's).
     """
     out = Path(tempfile.mkdtemp(prefix="twist-default-"))
     cmd = twist_command(src) + ["run", "--out", str(out / "runs"), "--no-progress"]
     if cores:
         cmd = ["taskset", "-c", cores] + cmd
-    env = {**os.environ, "TWIST_EMBED_CACHE": embed_cache,
-           "TWIST_SHIPPED_VECTORS": "1" if shipped else "0"}
-    if src is not None:
-        env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(
-            os.pathsep)
+    env = child_env(src or SRC, TWIST_EMBED_CACHE=embed_cache,
+                    TWIST_SHIPPED_VECTORS="1" if shipped else "0")
     load = os.getloadavg()[0]
     with tempfile.TemporaryFile() as so, tempfile.TemporaryFile() as se:
         t0 = time.perf_counter()

@@ -22,6 +22,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from working_tree import child_env
+
 from twistbench.datasets.demo import demo_dataset
 from twistbench.runs.guard import GuardedSystem
 from twistbench.systems import build_system
@@ -33,8 +35,9 @@ def start_server() -> tuple[subprocess.Popen, str]:
     exe = Path(sys.executable).parent / "twist"
     cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "twistbench.cli"]
     cmd += ["serve", "flat-rag", "--port", "0", "-S", "retriever=lexical"]
+    # the served side imports this tree's code, as the in-process side must (child_env)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "COLUMNS": "400"})
+                            env=child_env(COLUMNS="400"))
     line = proc.stdout.readline() if proc.stdout else ""
     if " at http://" not in line:
         proc.kill()

@@ -40,6 +40,7 @@ from typing import Any
 
 import httpcore
 import httpx
+from working_tree import require_tree_code
 
 from twistbench.llm.client import ChatRequest, LLMClient, LLMConfig
 from twistbench.llm.loopback import LoopbackServer
@@ -69,6 +70,7 @@ class ChildServer:
     """The loopback server in a spawned process; hits are read when it stops."""
 
     def __init__(self, latency: float):
+        require_tree_code()  # a spawned child imports what this process imported
         ctx = multiprocessing.get_context("spawn")
         self._conn, child = ctx.Pipe()
         self._proc = ctx.Process(target=_serve_in_child, args=(latency, child), daemon=True)

@@ -32,6 +32,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from working_tree import child_env
+
 from twistbench.model import Dataset
 from twistbench.records import ITEMS, MANIFEST, read_manifest, read_records
 from twistbench.report.chromium import browser_page, unavailable
@@ -150,7 +152,7 @@ def main() -> None:
     if not args.source.exists():
         print(f"{args.source} is absent: running `twist run -o {args.source}` first")
         subprocess.run([sys.executable, "-m", "twistbench.cli", "run", "--no-progress", "-o",
-                        str(args.source)], check=True, capture_output=True)
+                        str(args.source)], check=True, capture_output=True, env=child_env())
     source = find_sources([args.source]).runs
     why = unavailable()
     work = Path(tempfile.mkdtemp(prefix="twist-bench-report-"))

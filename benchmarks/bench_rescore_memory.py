@@ -30,8 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from working_tree import SRC, child_env
+
 HERE = Path(__file__).resolve().parent
-WORKING_TREE_SRC = HERE.parent / "src"
 
 
 def digest(rs) -> str:  # noqa: ANN001 - a TraceScores of either code
@@ -66,14 +67,12 @@ def worker(n_queries: int, k: int) -> None:
 
 
 def start(src: Path, n_queries: int, k: int) -> subprocess.Popen:
-    """A worker importing the twistbench of `src` (an absolute path: the worker runs in
-    benchmarks/, where a relative PYTHONPATH would miss it and the installed one be used)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(src), env.get("PYTHONPATH", "")]).rstrip(
-        os.pathsep)
+    """A worker importing the twistbench of `src` (first on its PYTHONPATH, absolute: the
+    worker runs in benchmarks/, where a relative PYTHONPATH would miss it and the installed
+    one be used; working_tree.child_env)."""
     proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--worker",
                              str(n_queries), "--k", str(k)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True, env=env, cwd=HERE)
+                            stdout=subprocess.PIPE, text=True, env=child_env(src), cwd=HERE)
     return proc
 
 
@@ -110,7 +109,7 @@ def main() -> None:
         for sub in ("reference", "current"):
             (Path(scratch) / sub).mkdir()
         ref_src = export_src(args.reference, Path(scratch) / "reference")
-        cur_src = WORKING_TREE_SRC if args.current is None else \
+        cur_src = SRC if args.current is None else \
             export_src(args.current, Path(scratch) / "current")
         for n in (int(x) for x in args.queries.split(",")):
             codes = {"reference": start(ref_src, n, args.k),

@@ -1,7 +1,7 @@
 """Start-up of the `twist` command: what every verb pays before it does anything.
 
 Each figure is the wall time of a fresh child process (this interpreter, PYTHONPATH set to the
-source folder measured), --repeats times, median and fastest:
+source folder measured, absolute: working_tree.child_env), --repeats times, median and fastest:
   python -c pass                      the reference: the interpreter alone, same process setup;
   python -c "import twistbench.cli"   loading the CLI module (typer, rich, what it imports);
   twist --help                        the console script beside this interpreter (else
@@ -28,7 +28,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from working_tree import SRC, child_env
+
 # the top-level packages outside the standard library that `import twistbench.cli` loads
 LOADED = ("import sys, twistbench.cli; print(' '.join(sorted({m.split('.')[0] for m in "
           "sys.modules} - set(sys.stdlib_module_names) - {'__main__'})))")
@@ -44,7 +45,8 @@ def commands() -> dict[str, list[str]]:
 
 
 def env_for(src: Path) -> dict[str, str]:
-    return dict(os.environ, PYTHONPATH=str(src.resolve()))
+    """The measured source alone on PYTHONPATH (absolute): nothing inherited in the search."""
+    return child_env(src, base={**os.environ, "PYTHONPATH": ""})
 
 
 def wall(cmd: list[str], env: dict[str, str]) -> float:
@@ -59,7 +61,7 @@ def main() -> None:
     ap.add_argument("--src", type=Path, action="append",
                     help="a source folder to measure (repeatable; default: this checkout's src)")
     args = ap.parse_args()
-    sources = args.src or [ROOT / "src"]
+    sources = args.src or [SRC]
     cmds = commands()
     times: dict[tuple[Path, str], list[float]] = {(s, c): [] for s in sources for c in cmds}
     for src in sources:  # warm the file cache and the .pyc files first

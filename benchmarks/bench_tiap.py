@@ -57,6 +57,7 @@ from pathlib import Path
 
 import numpy as np
 import orjson
+from working_tree import child_env
 
 from twistbench.audit.metrics import metrics_from_hits, rescore, score_files
 from twistbench.audit.targets import (
@@ -444,7 +445,7 @@ def large(n_queries: int, k: int, fmt: str) -> None:
         t0 = time.perf_counter()
         # written by a child process, so that the generator's memory is not this process's peak
         subprocess.run([sys.executable, __file__, "--generate", tmp, "--queries", str(n_queries),
-                        "--k", str(k), "--format", fmt], check=True)
+                        "--k", str(k), "--format", fmt], check=True, env=child_env())
         tp, lp, gp = Path(tmp) / f"traces.{fmt}", Path(tmp) / "lineage.jsonl", \
             Path(tmp) / "gold.jsonl"
         mb = sum(p.stat().st_size for p in (tp, lp, gp)) / 1e6

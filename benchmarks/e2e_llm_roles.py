@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
+
+from working_tree import child_env
 
 from twistbench.llm.loopback import LoopbackServer
 from twistbench.llm.scripted import respond_with_faults
@@ -63,9 +64,11 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     server = LoopbackServer(respond_with_faults, port=args.port).start()
     url = server.base_url
-    env = {**os.environ, "TWIST_LLM_BASE_URL": url, "TWIST_LLM_MODEL": "scripted",
-           "TWIST_LLM_CACHE": str(out / "llm.sqlite3"),
-           "TWIST_CALIBRATION_DIR": str(out / "calibration"), "TWIST_LLM_MAX_CONCURRENCY": "8"}
+    # the children run in OUT: a relative PYTHONPATH would miss there (child_env)
+    env = child_env(TWIST_LLM_BASE_URL=url, TWIST_LLM_MODEL="scripted",
+                    TWIST_LLM_CACHE=str(out / "llm.sqlite3"),
+                    TWIST_CALIBRATION_DIR=str(out / "calibration"),
+                    TWIST_LLM_MAX_CONCURRENCY="8")
     try:
         if not args.skip_calibrate:
             t0 = time.perf_counter()

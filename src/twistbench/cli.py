@@ -1240,13 +1240,17 @@ def audit_traces(
     def on_stage(stage: str, seconds: float) -> None:
         err.print(f"profile: {stage}: {seconds:.2f} s", markup=False, highlight=False)
 
+    def on_note(line: str) -> None:  # a killed audit's temporary folder, removed
+        err.print(f"note: {plain(line)}", highlight=False)
+
     try:
         with _no_empty_folders_left(out):
             res = audit(traces,
                         lineage=(lineage[0] if lineage and len(lineage) == 1 else lineage),
                         gold=gold, out_dir=out, metric_variant=metric_variant,
                         n_resamples=resamples, seed=seed, k=k, groups=groups or None,
-                        labels=labels or (), on_stage=on_stage if profile else None)
+                        labels=labels or (), on_stage=on_stage if profile else None,
+                        on_note=on_note)
     except InputError as exc:
         _fail_input(exc)
     t0 = time.perf_counter()

@@ -28,10 +28,9 @@ import json
 import math
 import re
 import shutil
-import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from itertools import combinations, repeat
 from pathlib import Path
@@ -51,6 +50,7 @@ from twistbench.audit.metrics import (
 )
 from twistbench.audit.report import render_audit_markdown
 from twistbench.audit.result import AuditConfig, AuditResult
+from twistbench.audit.scratch import scratch_folder
 from twistbench.audit.targets import (
     TARGET_LABELS,
     TARGETS,
@@ -470,7 +470,8 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
           pairs: Sequence[tuple[str, str]] | None = None,
           groups: Mapping[str, Sequence[str]] | None = None,
           labels: Sequence[str | Path] = (), export_trec: bool = True,
-          on_stage: OnStage | None = None) -> AuditResult:
+          on_stage: OnStage | None = None,
+          on_note: Callable[[str], None] | None = None) -> AuditResult:
     """Audit saved traces from files (the function behind `twist audit`).
 
     traces: one entry per run: a trace file (JSONL or TREC run format) or a folder written by
@@ -490,6 +491,8 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
         (default: one group "all" of every run).
     labels: CSV files of contested-credit labels (case_id, rater, label) to summarise.
     on_stage: called with (stage name, wall seconds) as each stage ends (`--profile`).
+    on_note: called with a line for each temporary folder of an earlier, killed audit removed
+        beside `out_dir` (audit/scratch.py).
     Raises InputError on any malformed or inconsistent input.
     """
     if not traces:
@@ -552,7 +555,7 @@ def audit(traces: Sequence[str | Path], lineage: str | Path | Sequence[str | Pat
     return audit_runs(runs, g, out_dir, metric_variant=metric_variant, n_resamples=n_resamples,
                       seed=seed, k=k, confidence=confidence, min_change=min_change,
                       pairs=pairs, groups=groups, labels=labels, export_trec=export_trec,
-                      on_stage=on_stage)
+                      on_stage=on_stage, on_note=on_note)
 
 
 def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
@@ -563,7 +566,8 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
                pairs: Sequence[tuple[str, str]] | None = None,
                groups: Mapping[str, Sequence[str]] | None = None,
                labels: Sequence[str | Path] = (), export_trec: bool = True,
-               on_stage: OnStage | None = None) -> AuditResult:
+               on_stage: OnStage | None = None,
+               on_note: Callable[[str], None] | None = None) -> AuditResult:
     """`audit` on runs in memory (the native matrix) or trace files (TraceFile, `audit`):
     a file is scored as it streams and never held."""
     if metric_variant not in VARIANTS:
@@ -575,30 +579,16 @@ def audit_runs(runs: Sequence[tuple[AuditRun, AuditLineage]], gold: Gold,
         raise InputError(runs[0][0].path, f"run name(s) {sorted(dup)} used twice",
                          expected="distinct run names (pass names=...)")
     # the TREC run of a trace file is written while its scoring reads it (TrecTee), into a
-    # folder of our own until the outputs are written (nothing half-written on an error)
-    tee_dir = _tee_dir(out_dir) \
+    # folder of our own until the outputs are written (nothing half-written on an error); the
+    # folders of killed audits beside it are removed first (scratch.py says which are dead)
+    scratch = scratch_folder(out_dir, on_note) \
         if out_dir is not None and export_trec and any(map(_teeable, (r for r, _ in runs))) \
-        else None
-    try:
+        else nullcontext(None)
+    with scratch as tee_dir:
         return _audit_runs(runs, gold, out_dir, tee_dir, metric_variant=metric_variant,
                            n_resamples=n_resamples, seed=seed, k=k, confidence=confidence,
                            min_change=min_change, pairs=pairs, groups=groups, labels=labels,
                            export_trec=export_trec, on_stage=on_stage)
-    finally:
-        if tee_dir is not None:
-            shutil.rmtree(tee_dir, ignore_errors=True)
-
-
-def _tee_dir(out_dir: str | Path) -> Path:
-    """The audit's own temporary folder: beside `out_dir` where its parent exists and takes
-    one (the files then move into place without a copy), else in the system's."""
-    parent = Path(out_dir).resolve().parent
-    if parent.is_dir():
-        try:
-            return Path(tempfile.mkdtemp(prefix=".twist-audit-", dir=parent))
-        except OSError:  # not writable there: the output folder itself may still be
-            pass
-    return Path(tempfile.mkdtemp(prefix="twist-audit-"))
 
 
 def _teeable(run: AuditRun) -> bool:
