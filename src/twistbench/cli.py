@@ -493,7 +493,7 @@ def run(
                                      answerer=answerer_obj)
                 record_run_order(out, folder)
                 for line in outcome.notes:
-                    err.print(f"note: {plain(line)}", highlight=False)
+                    err.print(f"note: {plain(line)}", markup=False, highlight=False)
                 note = (f"{outcome.items} items ({outcome.new_items} new, {outcome.skipped} "
                         f"resumed), {outcome.errors} errors")
                 console.print(f"[bold]{plain(outcome.system)}[/]: {note} -> {plain(folder)}",
@@ -1241,7 +1241,7 @@ def audit_traces(
         err.print(f"profile: {stage}: {seconds:.2f} s", markup=False, highlight=False)
 
     def on_note(line: str) -> None:  # a killed audit's temporary folder, removed
-        err.print(f"note: {plain(line)}", highlight=False)
+        err.print(f"note: {plain(line)}", markup=False, highlight=False)
 
     try:
         with _no_empty_folders_left(out):
