@@ -32,6 +32,7 @@ SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_WORDS = 90
 MAX_APPENDED_SHARE = 0.35
 MAX_END_SHARE = 0.40
+MAX_DUPLICATE_SHARE = 0.05  # the shortcut battery's surface.duplicates gate
 THIRD_TOLERANCE = 0.1
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
           "October", "November", "December")
@@ -49,6 +50,10 @@ BOTH_WORDS = re.compile(r"\b(both|all|two|three)\b", re.IGNORECASE)
 ACK_PHRASES = re.compile(r"\b(finally|used to|changed my mind|who knew|never thought|i know i said|"
                          r"update (?:my|the) (?:notes|records?)|note that|for the record)\b",
                          re.IGNORECASE)
+# A target that asks for notes or records to be updated tells a system it is a change (keys2
+# principles §4); the built-key test reads the same words.
+NOTES_REQUEST = re.compile(r"\b(?:update|note|record)s?\b|\bnoted\b|\bkeep in mind\b",
+                           re.IGNORECASE)
 # "a" before these vowel-letter words is right; "an" before these consonant-letter words is right.
 _A_OK = re.compile(r"^(uni|use|usu|one|once|eu|ewe|u[bcdfgklmnprstvz][aeiou])", re.IGNORECASE)
 _AN_OK = re.compile(r"^(hour|honest|honor|honour|heir|herb|mba|mri|fbi|nba|nfl|sat|x)",
@@ -479,6 +484,54 @@ def check_conversation(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any],
     return placed
 
 
+def plan_problems(plan: dict[str, Any], contrast: dict[str, Any]) -> list[str]:
+    """The contrast-set rules no single conversation can check, read off the whole plan: every
+    bank target closes one reversal and one hard negative and is said once as a distractor, in
+    three different conversations; every draft wording is used once contradicting and once under
+    its pair's label (aligned or hard negative). Empty = the plan keeps them."""
+    uses: dict[str, Counter[str]] = {}
+    where: dict[str, list[str]] = {}
+    for cid, c in plan["conversations"].items():
+        for role, rows in (("arc", c["arc"]), ("distractor", c["distractor"]),
+                           ("draft", c["draft"])):
+            for row in rows:
+                label = row.get("label", role)
+                uses.setdefault(row["member"], Counter())[label] += 1
+                if role != "draft":
+                    where.setdefault(row["member"], []).append(cid)
+    out = []
+    for t in contrast["target"]:
+        got = dict(uses.get(t["id"], {}))
+        if got != {"reversal": 1, "hard_negative": 1, "distractor": 1}:
+            out.append(f"plan: target {t['id']} is used {got or 'nowhere'} (one reversal, one "
+                       f"hard negative and one distractor)")
+        elif len(set(where[t["id"]])) != 3:
+            out.append(f"plan: target {t['id']} is used twice in one conversation "
+                       f"({sorted(where[t['id']])})")
+    for w in contrast["wording"]:
+        got = dict(uses.get(w["id"], {}))
+        if got != {"contradicting": 1, w["pair"]: 1}:
+            out.append(f"plan: wording {w['id']} is used {got or 'nowhere'} (once contradicting "
+                       f"and once {w['pair']})")
+    return out
+
+
+def duplicate_problems(placed: dict[str, Placed], include_crisis: bool = False) -> list[str]:
+    """Exact-duplicate injected turns (whitespace-normalised text said more than once, the
+    shortcut battery's surface.duplicates count) over the conversations of one key: a problem
+    when they exceed MAX_DUPLICATE_SHARE of the injected turns. Crisis turns count only in the
+    crisis key."""
+    texts = [" ".join(t.text.split()) for p in placed.values() for t in p.turns()
+             if t.injected and (include_crisis or not t.crisis)]
+    counts = Counter(texts)
+    dups = sum(counts[t] > 1 for t in texts)
+    if not texts or dups / len(texts) <= MAX_DUPLICATE_SHARE:
+        return []
+    top = ", ".join(f"{t[:40]!r} x{n}" for t, n in counts.most_common(3) if n > 1)
+    return [f"key: {dups} of {len(texts)} injected turns ({dups / len(texts):.1%}) repeat another "
+            f"turn word for word (at most {MAX_DUPLICATE_SHARE:.0%}); most repeated: {top}"]
+
+
 def _check_item_ids(placed: Placed) -> None:
     """Chains, plants and controls become items "<conv>:<id>" of one key, crisis file included:
     an id used twice (a chain "X1" beside the crisis plant "X1") would name two items."""
@@ -541,6 +594,11 @@ def _check_arcs(placed: Placed, targets: dict[str, Any], pools: dict[str, list[s
                 p.append(f"{where}: the target must be one of your turns")
             elif strip_image(target.text) != fill(member["text"], vals):
                 p.append(f"{where}: target text differs from {slot['member']} with these values")
+            # the target closes both labels, so neither may carry its own acknowledgement
+            said = strip_image(target.text)
+            if (m := ACK_PHRASES.search(said) or NOTES_REQUEST.search(said)) is not None:
+                p.append(f"{where}: the target says {m.group(0)!r}: a target never acknowledges "
+                         f"its own change or asks to update notes or records")
             for t in [target, *anchors, *drift, *ack]:
                 if t.speaker != spk:
                     p.append(f"{where}: {t.ref} is {t.speaker}'s, not {spk}'s")
@@ -630,6 +688,11 @@ def _check_drafts(placed: Placed, wordings: dict[str, Any], names: dict[str, set
     got: Counter[tuple[str, str]] = Counter()
     per_label: dict[str, Counter[str]] = {}
     draft_day = date.fromisoformat(placed.plan["draft_date"])
+    last_day = max(placed.session_dates.values()).date()
+    if draft_day <= last_day:
+        # every turn must precede the drafts, or a later turn could overturn an aligned one
+        p.append(f"draft: the plan's draft_date {draft_day} is not after the last session "
+                 f"({last_day})")
     texts: set[str] = set()
     for n, d in enumerate(placed.raw.get("draft", [])):
         member, label = d.get("member"), d.get("label")
@@ -652,6 +715,11 @@ def _check_drafts(placed: Placed, wordings: dict[str, Any], names: dict[str, set
         text = fill(wordings[member]["text"], vals)
         for g in grammar_problems(text):
             p.append(f"{where}: {g}")
+        # a month in a draft can be one already past at draft_date (the values are checked
+        # above; this catches the wording's own words)
+        months = [m for m in MONTHS if re.search(rf"\b{m}\b", text)]
+        if months:
+            p.append(f"{where}: the draft names {months[0]} (drafts name no month)")
         if text in texts:
             p.append(f"{where}: the same draft text twice")
         texts.add(text)
