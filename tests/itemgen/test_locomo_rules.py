@@ -12,6 +12,7 @@ every rule to its check and test.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from datetime import timedelta
 from typing import Any
 
@@ -29,6 +30,7 @@ from twistbench.itemgen.locomo_authoring import (
     plan_problems,
     qa_spans,
     strip_image,
+    unread_observations,
 )
 from twistbench.itemgen.locomo_plan import CONVERSATIONS, load_contrast, load_plan, read_toml
 
@@ -198,6 +200,27 @@ def test_every_original_turn_sharing_a_slot_value_must_be_recorded_as_read(pilot
         _arc(r, arc["slot"])["checked_originals"] = arc["checked_originals"][1:]
 
     assert _said(pilot["problems_after"](forget), f"checked_originals: ['{dropped}'")
+
+
+def test_observations_on_an_arcs_subject_are_listed_for_reading(pilot, corpus):
+    """LoCoMo's observations of the speaker are listed when they share the arc's words and cite
+    turns checked_originals does not hold: a note to read (locomo_read --check prints it), not a
+    refusal, since only reading tells whether the observation says something the anchor
+    contradicts."""
+    placed, contrast = pilot["placed"], pilot["contrast"]
+    arc = _arc(pilot["raw"], "s09")  # Melanie: "I'd never take a break from baking"
+    planted = ("Melanie plans to give up baking for good.", ["D1:1"])
+    observed = dataclasses.replace(placed, observations={
+        **placed.observations, arc["speaker"]: [*placed.observations[arc["speaker"]], planted]})
+    notes = unread_observations(observed, contrast)
+    assert _said(notes, "hard_negative s09: Melanie's observation 'Melanie plans to give up "
+                        "baking for good.' cites ['D1:1'], not in checked_originals")
+    read = copy.deepcopy(pilot["raw"])
+    _arc(read, "s09")["checked_originals"] += ["D1:1"]
+    again = check_conversation(corpus, CONV, pilot["plan"], contrast, read)
+    again.observations = observed.observations
+    assert again.problems == []  # listing an extra turn read is no problem
+    assert not _said(unread_observations(again, contrast), "cites ['D1:1']")
 
 
 # --- Track B ----------------------------------------------------------------------------------
@@ -513,3 +536,16 @@ def test_target_text_is_the_bank_line_with_pool_values(pilot):
     problems = pilot["problems_after"](off_pool)
     assert _said(problems, f"{{{pool_slot}}} = 'zebra' is not in the pool")
     assert _said(problems, "target text differs")
+
+
+def test_the_readers_check_prints_problems_and_observations_to_read(pilot, capsys):
+    from conftest import shared_file
+
+    from twistbench.itemgen.locomo_read import main
+
+    rc = main([CONV, "--check", "--locomo", str(shared_file("locomo", "locomo10.json"))])
+    out = capsys.readouterr().out
+    assert rc == 0 and "0 problem(s)" in out
+    notes = unread_observations(pilot["placed"], pilot["contrast"])
+    assert [line for line in out.splitlines() if line.startswith("to read: ")] == \
+        [f"to read: {n}" for n in notes]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -105,6 +106,8 @@ class Placed:
     plan: dict[str, Any]
     problems: list[str] = field(default_factory=list)
     roles: dict[str, list[str]] = field(default_factory=dict)  # ref -> item roles (for the reader)
+    # speaker -> LoCoMo's observations of them: (text, the original turns it cites)
+    observations: dict[str, list[tuple[str, list[str]]]] = field(default_factory=dict)
 
     def order(self, ref: str) -> tuple[int, int]:
         t = self.by_ref[ref]
@@ -296,7 +299,8 @@ def place(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], raw: dict[st
         for i, t in enumerate(lst):
             t.index, t.session_len = i, len(lst)
     placed = Placed(conversation=conv, sessions=sessions, session_dates=dates, by_ref=by_ref,
-                    raw=raw, crisis_raw=crisis_raw, plan=cplan, problems=problems)
+                    raw=raw, crisis_raw=crisis_raw, plan=cplan, problems=problems,
+                    observations=_observations(corpus, conv_id))
     _check_spread(placed, after_map, orig)
     for t in placed.turns():
         if t.injected:
@@ -305,6 +309,24 @@ def place(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], raw: dict[st
             if t.words > MAX_WORDS:
                 problems.append(f"turn {t.ref}: {t.words} words (at most {MAX_WORDS})")
     return placed
+
+
+def _observations(corpus: LocomoCorpus, conv_id: str) -> dict[str, list[tuple[str, list[str]]]]:
+    """LoCoMo's `observation` field of one conversation, per speaker, in session order: rows
+    ["text", "D1:3"] or ["text", ["D1:3", "D1:5"]]; rows of another shape are left out."""
+    out: dict[str, list[tuple[str, list[str]]]] = {}
+    sessions = corpus.side.get(conv_id, {}).get("observation") or {}
+    for key in sorted(sessions, key=lambda k: int(re.sub(r"\D", "", k) or 0)):
+        if not isinstance(sessions[key], dict):
+            continue
+        for speaker, rows in sessions[key].items():
+            for row in rows if isinstance(rows, list) else []:
+                if not (isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)):
+                    continue
+                refs = [row[1]] if isinstance(row[1], str) else row[1]
+                if isinstance(refs, list) and all(isinstance(r, str) for r in refs):
+                    out.setdefault(speaker, []).append((row[0], list(refs)))
+    return out
 
 
 def _check_spread(placed: Placed, after_map: dict[str, list[Turn]],
@@ -426,29 +448,66 @@ _GENERIC_VALUE_WORDS = frozenset(["try", "start", "get", "take", "stop", "cut", 
                                   "little", "first", "new", "old", "more", "less", "out"])
 
 
+def _arc_words(values: dict[str, str], member: dict[str, Any]) -> set[str]:
+    """What an arc is about: the telling words of its slot values and the member's check words."""
+    words = {w for k, v in values.items() if k != "name" for w in content_words(v)
+             if w not in _GENERIC_VALUE_WORDS}
+    return words | set(member.get("check_words", []))
+
+
+def _mentions(words: set[str]) -> Callable[[str], bool]:
+    """A test of whether a text mentions any of these words (stemmed; a multi-word entry must
+    occur as a phrase)."""
+    single = keyword_stems(w for w in words if " " not in w)
+    phrases = [w.lower() for w in words if " " in w]
+    return lambda text: bool(keyword_stems(content_words(text)) & single
+                             or any(ph in text.lower() for ph in phrases))
+
+
 def originals_to_read(placed: Placed, speaker: str, values: dict[str, str],
                       member: dict[str, Any]) -> list[str]:
     """The speaker's original turns an author must read before writing this arc's anchor: those
     that mention a slot value (its telling words) or one of the member's check words."""
-    words = {w for k, v in values.items() if k != "name" for w in content_words(v)
-             if w not in _GENERIC_VALUE_WORDS}
-    return _originals_sharing(placed, speaker, words | set(member.get("check_words", [])))
+    mentions = _mentions(_arc_words(values, member))
+    return [t.ref for t in placed.turns()
+            if not t.injected and t.speaker == speaker and mentions(strip_image(t.text))]
 
 
-def _originals_sharing(placed: Placed, speaker: str, words: set[str]) -> list[str]:
-    """The speaker's original turns that mention any of these words (stemmed; a multi-word
-    entry must occur as a phrase)."""
-    single = keyword_stems(w for w in words if " " not in w)
-    phrases = [w.lower() for w in words if " " in w]
-    hits = []
-    for t in placed.turns():
-        if t.injected or t.speaker != speaker:
-            continue
-        text = strip_image(t.text)
-        if (keyword_stems(content_words(text)) & single
-                or any(ph in text.lower() for ph in phrases)):
-            hits.append(t.ref)
-    return hits
+def observations_to_read(placed: Placed, speaker: str, values: dict[str, str],
+                         member: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The speaker's LoCoMo observations (the file's `observation` field, LoCoMo's own summary
+    of what each speaker said, session by session) that mention a slot value or check word, as
+    (observation, the original turns it cites). An observation can name the subject where the
+    turn it cites does not ("Jon is determined to keep pushing ... for his dance business")."""
+    mentions = _mentions(_arc_words(values, member))
+    return [(text, refs) for text, refs in placed.observations.get(speaker, [])
+            if mentions(text)]
+
+
+def unread_observations(placed: Placed, contrast: dict[str, Any]) -> list[str]:
+    """Arcs whose speaker has an observation on the arc's subject that cites original turns the
+    arc's `checked_originals` does not list. A note for the author and the reviewer, not a
+    refusal: the observation may restate a turn already read, or say nothing the anchor
+    contradicts; only reading tells (docs/keys/locomo-authoring.md, "Label rules and the test
+    that enforces each")."""
+    slots = {a["slot"]: a for a in placed.plan["arc"]}
+    targets = {t["id"]: t for t in contrast["target"]}
+    notes = []
+    for table in ("reversal", "hard_negative"):
+        for arc in placed.raw.get(table, []):
+            slot, spk = slots.get(arc.get("slot")), arc.get("speaker")
+            values = arc.get("values")
+            if slot is None or not isinstance(values, dict):
+                continue  # check_conversation reports it
+            read = set(arc.get("checked_originals") or [])
+            vals = {k: str(v) for k, v in values.items()}
+            for text, refs in observations_to_read(placed, str(spk), vals,
+                                                   targets[slot["member"]]):
+                unread = [r for r in refs if r not in read]
+                if unread:
+                    notes.append(f"{table} {arc['slot']}: {spk}'s observation {text!r} cites "
+                                 f"{unread}, not in checked_originals")
+    return notes
 
 
 def _sentences(text: str) -> set[str]:
