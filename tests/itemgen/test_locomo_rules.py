@@ -23,6 +23,7 @@ from twistbench.errors import InputError
 from twistbench.itemgen.locomo_authoring import (
     MAX_DUPLICATE_SHARE,
     MONTHS,
+    ack_problems,
     authoring_path,
     check_conversation,
     duplicate_problems,
@@ -124,6 +125,27 @@ def test_an_acknowledgement_never_repeats_a_reversal_sentence(pilot):
         _turn(r, ack_ref)["text"] += " " + first_sentence
 
     assert _said(pilot["problems_after"](repeat), f"ack {ack_ref} repeats a sentence of a reversal")
+
+
+def test_an_acknowledgement_never_repeats_a_reversal_sentence_of_another_conversation(
+        pilot, corpus):
+    """The same rule across the key (the build runs it): a reversal of another conversation,
+    such as the one its own target closes there, is no sentence for an acknowledgement either."""
+    other = "conv-30"
+    there = check_conversation(corpus, other, pilot["plan"], pilot["contrast"],
+                               read_toml(authoring_path(other)))
+    assert ack_problems({CONV: pilot["placed"], other: there}) == []
+    reversal = there.raw["reversal"][0]
+    sentence = next(part for part in
+                    strip_image(there.by_ref[reversal["target"]].text).split(". ")
+                    if len(part.split()) >= 4).rstrip(".!") + "."
+    ack_ref = _arc(pilot["raw"], "s01")["ack"][0]
+    bad = copy.deepcopy(pilot["raw"])
+    _turn(bad, ack_ref)["text"] += " " + sentence
+    here = check_conversation(corpus, CONV, pilot["plan"], pilot["contrast"], bad)
+    assert _said(ack_problems({CONV: here, other: there}),
+                 f"{CONV} hard_negative s01: ack {ack_ref} repeats a sentence of {other} "
+                 f"reversal {reversal['slot']}")
 
 
 def test_a_slot_is_closed_only_under_its_planned_label(pilot):

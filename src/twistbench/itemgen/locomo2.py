@@ -41,6 +41,7 @@ from twistbench.itemgen.gate import KeyGate
 from twistbench.itemgen.locomo_authoring import (
     Placed,
     Turn,
+    ack_problems,
     authoring_path,
     check_conversation,
     content_words,
@@ -154,7 +155,7 @@ def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
         if p.problems:
             raise _problems_error(str(authoring_path(cid)), p.problems)
         placed[cid] = p
-    repeated = duplicate_problems(placed, include_crisis)
+    repeated = ack_problems(placed) + duplicate_problems(placed, include_crisis)
     if repeated:
         raise _problems_error(", ".join(str(authoring_path(c)) for c in placed), repeated)
     partial = conversations is not None and set(wanted) != set(CONVERSATIONS)

@@ -591,6 +591,30 @@ def duplicate_problems(placed: dict[str, Placed], include_crisis: bool = False) 
             f"turn word for word (at most {MAX_DUPLICATE_SHARE:.0%}); most repeated: {top}"]
 
 
+def ack_problems(placed: dict[str, Placed]) -> list[str]:
+    """An acknowledged-change negative never repeats a sentence of a labelled reversal, in any
+    conversation of the key: check_conversation reads the acknowledgement's own conversation,
+    this the others (where the same bank target closes the reversal of the contrast set)."""
+    said: dict[str, str] = {}  # sentence -> the reversal that says it
+    for cid, p in placed.items():
+        for arc in p.raw.get("reversal", []):
+            for ref in [arc.get("target"), *(arc.get("anchor") or [])]:
+                if isinstance(ref, str) and ref in p.by_ref:
+                    for sentence in _sentences(p.by_ref[ref].text):
+                        said.setdefault(sentence, f"{cid} reversal {arc.get('slot')}")
+    out = []
+    for cid, p in placed.items():
+        for arc in p.raw.get("hard_negative", []):
+            for ref in arc.get("ack") or []:
+                if not (isinstance(ref, str) and ref in p.by_ref):
+                    continue
+                for sentence in sorted(_sentences(p.by_ref[ref].text)):
+                    if sentence in said and not said[sentence].startswith(f"{cid} "):
+                        out.append(f"{cid} hard_negative {arc.get('slot')}: ack {ref} repeats "
+                                   f"a sentence of {said[sentence]}")
+    return out
+
+
 def _check_item_ids(placed: Placed) -> None:
     """Chains, plants and controls become items "<conv>:<id>" of one key, crisis file included:
     an id used twice (a chain "X1" beside the crisis plant "X1") would name two items."""
