@@ -290,6 +290,20 @@ def test_a_draft_follows_its_planned_label(pilot):
     assert _said(pilot["problems_after"](flip), "is not in the plan")
 
 
+def test_a_draft_needs_evidence_and_a_rationale(pilot):
+    """An aligned draft must not be overturned later in the record: the machine holds the draft
+    to its evidence and a written rationale, which the reviewer reads against the whole record."""
+    member = pilot["raw"]["draft"][0]["member"]
+
+    def bare(r):
+        r["draft"][0]["evidence"] = []
+        r["draft"][0]["rationale"] = " "
+
+    problems = pilot["problems_after"](bare)
+    assert _said(problems, f"draft {member}: no evidence")
+    assert _said(problems, f"draft {member}: no rationale")
+
+
 # --- Track C ----------------------------------------------------------------------------------
 
 
