@@ -41,13 +41,22 @@ from twistbench.itemgen.gate import KeyGate
 from twistbench.itemgen.locomo_authoring import (
     Placed,
     Turn,
+    ack_problems,
     authoring_path,
     check_conversation,
     content_words,
+    duplicate_problems,
     fill,
+    plan_problems,
     strip_image,
 )
-from twistbench.itemgen.locomo_plan import CONVERSATIONS, load_contrast, load_plan, read_toml
+from twistbench.itemgen.locomo_plan import (
+    CONVERSATIONS,
+    bank_path,
+    load_contrast,
+    load_plan,
+    read_toml,
+)
 from twistbench.itemgen.revalidate import keyword_stems, revalidate
 from twistbench.model import (
     CrisisPlant,
@@ -115,6 +124,9 @@ def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
     """The 2.0 key payload. `conversations` None = all ten (refused when one is missing)."""
     corpus = load_locomo(locomo_path)
     plan, contrast = load_plan(), load_contrast()
+    plan_broken = plan_problems(plan, contrast)
+    if plan_broken:
+        raise _problems_error(str(bank_path("plan.toml")), plan_broken)
     wanted = list(conversations) if conversations is not None else list(CONVERSATIONS)
     unknown = [c for c in wanted if c not in CONVERSATIONS]
     if unknown:
@@ -143,6 +155,9 @@ def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
         if p.problems:
             raise _problems_error(str(authoring_path(cid)), p.problems)
         placed[cid] = p
+    repeated = ack_problems(placed) + duplicate_problems(placed, include_crisis)
+    if repeated:
+        raise _problems_error(", ".join(str(authoring_path(c)) for c in placed), repeated)
     partial = conversations is not None and set(wanted) != set(CONVERSATIONS)
     payload = _payload(corpus, plan, contrast, placed, include_crisis, partial)
     version = KEY_VERSION + (PARTIAL_SUFFIX if partial else "") + ("+crisis" if include_crisis

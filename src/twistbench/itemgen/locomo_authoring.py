@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from pathlib import Path
@@ -32,6 +33,7 @@ SLOT = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MAX_WORDS = 90
 MAX_APPENDED_SHARE = 0.35
 MAX_END_SHARE = 0.40
+MAX_DUPLICATE_SHARE = 0.05  # the shortcut battery's surface.duplicates gate
 THIRD_TOLERANCE = 0.1
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
           "October", "November", "December")
@@ -49,6 +51,10 @@ BOTH_WORDS = re.compile(r"\b(both|all|two|three)\b", re.IGNORECASE)
 ACK_PHRASES = re.compile(r"\b(finally|used to|changed my mind|who knew|never thought|i know i said|"
                          r"update (?:my|the) (?:notes|records?)|note that|for the record)\b",
                          re.IGNORECASE)
+# A target that asks for notes or records to be updated tells a system it is a change (keys2
+# principles §4); the built-key test reads the same words.
+NOTES_REQUEST = re.compile(r"\b(?:update|note|record)s?\b|\bnoted\b|\bkeep in mind\b",
+                           re.IGNORECASE)
 # "a" before these vowel-letter words is right; "an" before these consonant-letter words is right.
 _A_OK = re.compile(r"^(uni|use|usu|one|once|eu|ewe|u[bcdfgklmnprstvz][aeiou])", re.IGNORECASE)
 _AN_OK = re.compile(r"^(hour|honest|honor|honour|heir|herb|mba|mri|fbi|nba|nfl|sat|x)",
@@ -100,6 +106,8 @@ class Placed:
     plan: dict[str, Any]
     problems: list[str] = field(default_factory=list)
     roles: dict[str, list[str]] = field(default_factory=dict)  # ref -> item roles (for the reader)
+    # speaker -> LoCoMo's observations of them: (text, the original turns it cites)
+    observations: dict[str, list[tuple[str, list[str]]]] = field(default_factory=dict)
 
     def order(self, ref: str) -> tuple[int, int]:
         t = self.by_ref[ref]
@@ -291,7 +299,8 @@ def place(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], raw: dict[st
         for i, t in enumerate(lst):
             t.index, t.session_len = i, len(lst)
     placed = Placed(conversation=conv, sessions=sessions, session_dates=dates, by_ref=by_ref,
-                    raw=raw, crisis_raw=crisis_raw, plan=cplan, problems=problems)
+                    raw=raw, crisis_raw=crisis_raw, plan=cplan, problems=problems,
+                    observations=_observations(corpus, conv_id))
     _check_spread(placed, after_map, orig)
     for t in placed.turns():
         if t.injected:
@@ -300,6 +309,24 @@ def place(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], raw: dict[st
             if t.words > MAX_WORDS:
                 problems.append(f"turn {t.ref}: {t.words} words (at most {MAX_WORDS})")
     return placed
+
+
+def _observations(corpus: LocomoCorpus, conv_id: str) -> dict[str, list[tuple[str, list[str]]]]:
+    """LoCoMo's `observation` field of one conversation, per speaker, in session order: rows
+    ["text", "D1:3"] or ["text", ["D1:3", "D1:5"]]; rows of another shape are left out."""
+    out: dict[str, list[tuple[str, list[str]]]] = {}
+    sessions = corpus.side.get(conv_id, {}).get("observation") or {}
+    for key in sorted(sessions, key=lambda k: int(re.sub(r"\D", "", k) or 0)):
+        if not isinstance(sessions[key], dict):
+            continue
+        for speaker, rows in sessions[key].items():
+            for row in rows if isinstance(rows, list) else []:
+                if not (isinstance(row, list) and len(row) == 2 and isinstance(row[0], str)):
+                    continue
+                refs = [row[1]] if isinstance(row[1], str) else row[1]
+                if isinstance(refs, list) and all(isinstance(r, str) for r in refs):
+                    out.setdefault(speaker, []).append((row[0], list(refs)))
+    return out
 
 
 def _check_spread(placed: Placed, after_map: dict[str, list[Turn]],
@@ -421,29 +448,66 @@ _GENERIC_VALUE_WORDS = frozenset(["try", "start", "get", "take", "stop", "cut", 
                                   "little", "first", "new", "old", "more", "less", "out"])
 
 
+def _arc_words(values: dict[str, str], member: dict[str, Any]) -> set[str]:
+    """What an arc is about: the telling words of its slot values and the member's check words."""
+    words = {w for k, v in values.items() if k != "name" for w in content_words(v)
+             if w not in _GENERIC_VALUE_WORDS}
+    return words | set(member.get("check_words", []))
+
+
+def _mentions(words: set[str]) -> Callable[[str], bool]:
+    """A test of whether a text mentions any of these words (stemmed; a multi-word entry must
+    occur as a phrase)."""
+    single = keyword_stems(w for w in words if " " not in w)
+    phrases = [w.lower() for w in words if " " in w]
+    return lambda text: bool(keyword_stems(content_words(text)) & single
+                             or any(ph in text.lower() for ph in phrases))
+
+
 def originals_to_read(placed: Placed, speaker: str, values: dict[str, str],
                       member: dict[str, Any]) -> list[str]:
     """The speaker's original turns an author must read before writing this arc's anchor: those
     that mention a slot value (its telling words) or one of the member's check words."""
-    words = {w for k, v in values.items() if k != "name" for w in content_words(v)
-             if w not in _GENERIC_VALUE_WORDS}
-    return _originals_sharing(placed, speaker, words | set(member.get("check_words", [])))
+    mentions = _mentions(_arc_words(values, member))
+    return [t.ref for t in placed.turns()
+            if not t.injected and t.speaker == speaker and mentions(strip_image(t.text))]
 
 
-def _originals_sharing(placed: Placed, speaker: str, words: set[str]) -> list[str]:
-    """The speaker's original turns that mention any of these words (stemmed; a multi-word
-    entry must occur as a phrase)."""
-    single = keyword_stems(w for w in words if " " not in w)
-    phrases = [w.lower() for w in words if " " in w]
-    hits = []
-    for t in placed.turns():
-        if t.injected or t.speaker != speaker:
-            continue
-        text = strip_image(t.text)
-        if (keyword_stems(content_words(text)) & single
-                or any(ph in text.lower() for ph in phrases)):
-            hits.append(t.ref)
-    return hits
+def observations_to_read(placed: Placed, speaker: str, values: dict[str, str],
+                         member: dict[str, Any]) -> list[tuple[str, list[str]]]:
+    """The speaker's LoCoMo observations (the file's `observation` field, LoCoMo's own summary
+    of what each speaker said, session by session) that mention a slot value or check word, as
+    (observation, the original turns it cites). An observation can name the subject where the
+    turn it cites does not ("Jon is determined to keep pushing ... for his dance business")."""
+    mentions = _mentions(_arc_words(values, member))
+    return [(text, refs) for text, refs in placed.observations.get(speaker, [])
+            if mentions(text)]
+
+
+def unread_observations(placed: Placed, contrast: dict[str, Any]) -> list[str]:
+    """Arcs whose speaker has an observation on the arc's subject that cites original turns the
+    arc's `checked_originals` does not list. A note for the author and the reviewer, not a
+    refusal: the observation may restate a turn already read, or say nothing the anchor
+    contradicts; only reading tells (docs/keys/locomo-authoring.md, "Label rules and the test
+    that enforces each")."""
+    slots = {a["slot"]: a for a in placed.plan["arc"]}
+    targets = {t["id"]: t for t in contrast["target"]}
+    notes = []
+    for table in ("reversal", "hard_negative"):
+        for arc in placed.raw.get(table, []):
+            slot, spk = slots.get(arc.get("slot")), arc.get("speaker")
+            values = arc.get("values")
+            if slot is None or not isinstance(values, dict):
+                continue  # check_conversation reports it
+            read = set(arc.get("checked_originals") or [])
+            vals = {k: str(v) for k, v in values.items()}
+            for text, refs in observations_to_read(placed, str(spk), vals,
+                                                   targets[slot["member"]]):
+                unread = [r for r in refs if r not in read]
+                if unread:
+                    notes.append(f"{table} {arc['slot']}: {spk}'s observation {text!r} cites "
+                                 f"{unread}, not in checked_originals")
+    return notes
 
 
 def _sentences(text: str) -> set[str]:
@@ -477,6 +541,78 @@ def check_conversation(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any],
     _check_safety(placed)
     _check_item_ids(placed)
     return placed
+
+
+def plan_problems(plan: dict[str, Any], contrast: dict[str, Any]) -> list[str]:
+    """The contrast-set rules no single conversation can check, read off the whole plan: every
+    bank target closes one reversal and one hard negative and is said once as a distractor, in
+    three different conversations; every draft wording is used once contradicting and once under
+    its pair's label (aligned or hard negative). Empty = the plan keeps them."""
+    uses: dict[str, Counter[str]] = {}
+    where: dict[str, list[str]] = {}
+    for cid, c in plan["conversations"].items():
+        for role, rows in (("arc", c["arc"]), ("distractor", c["distractor"]),
+                           ("draft", c["draft"])):
+            for row in rows:
+                label = row.get("label", role)
+                uses.setdefault(row["member"], Counter())[label] += 1
+                if role != "draft":
+                    where.setdefault(row["member"], []).append(cid)
+    out = []
+    for t in contrast["target"]:
+        got = dict(uses.get(t["id"], {}))
+        if got != {"reversal": 1, "hard_negative": 1, "distractor": 1}:
+            out.append(f"plan: target {t['id']} is used {got or 'nowhere'} (one reversal, one "
+                       f"hard negative and one distractor)")
+        elif len(set(where[t["id"]])) != 3:
+            out.append(f"plan: target {t['id']} is used twice in one conversation "
+                       f"({sorted(where[t['id']])})")
+    for w in contrast["wording"]:
+        got = dict(uses.get(w["id"], {}))
+        if got != {"contradicting": 1, w["pair"]: 1}:
+            out.append(f"plan: wording {w['id']} is used {got or 'nowhere'} (once contradicting "
+                       f"and once {w['pair']})")
+    return out
+
+
+def duplicate_problems(placed: dict[str, Placed], include_crisis: bool = False) -> list[str]:
+    """Exact-duplicate injected turns (whitespace-normalised text said more than once, the
+    shortcut battery's surface.duplicates count) over the conversations of one key: a problem
+    when they exceed MAX_DUPLICATE_SHARE of the injected turns. Crisis turns count only in the
+    crisis key."""
+    texts = [" ".join(t.text.split()) for p in placed.values() for t in p.turns()
+             if t.injected and (include_crisis or not t.crisis)]
+    counts = Counter(texts)
+    dups = sum(counts[t] > 1 for t in texts)
+    if not texts or dups / len(texts) <= MAX_DUPLICATE_SHARE:
+        return []
+    top = ", ".join(f"{t[:40]!r} x{n}" for t, n in counts.most_common(3) if n > 1)
+    return [f"key: {dups} of {len(texts)} injected turns ({dups / len(texts):.1%}) repeat another "
+            f"turn word for word (at most {MAX_DUPLICATE_SHARE:.0%}); most repeated: {top}"]
+
+
+def ack_problems(placed: dict[str, Placed]) -> list[str]:
+    """An acknowledged-change negative never repeats a sentence of a labelled reversal, in any
+    conversation of the key: check_conversation reads the acknowledgement's own conversation,
+    this the others (where the same bank target closes the reversal of the contrast set)."""
+    said: dict[str, str] = {}  # sentence -> the reversal that says it
+    for cid, p in placed.items():
+        for arc in p.raw.get("reversal", []):
+            for ref in [arc.get("target"), *(arc.get("anchor") or [])]:
+                if isinstance(ref, str) and ref in p.by_ref:
+                    for sentence in _sentences(p.by_ref[ref].text):
+                        said.setdefault(sentence, f"{cid} reversal {arc.get('slot')}")
+    out = []
+    for cid, p in placed.items():
+        for arc in p.raw.get("hard_negative", []):
+            for ref in arc.get("ack") or []:
+                if not (isinstance(ref, str) and ref in p.by_ref):
+                    continue
+                for sentence in sorted(_sentences(p.by_ref[ref].text)):
+                    if sentence in said and not said[sentence].startswith(f"{cid} "):
+                        out.append(f"{cid} hard_negative {arc.get('slot')}: ack {ref} repeats "
+                                   f"a sentence of {said[sentence]}")
+    return out
 
 
 def _check_item_ids(placed: Placed) -> None:
@@ -541,6 +677,11 @@ def _check_arcs(placed: Placed, targets: dict[str, Any], pools: dict[str, list[s
                 p.append(f"{where}: the target must be one of your turns")
             elif strip_image(target.text) != fill(member["text"], vals):
                 p.append(f"{where}: target text differs from {slot['member']} with these values")
+            # the target closes both labels, so neither may carry its own acknowledgement
+            said = strip_image(target.text)
+            if (m := ACK_PHRASES.search(said) or NOTES_REQUEST.search(said)) is not None:
+                p.append(f"{where}: the target says {m.group(0)!r}: a target never acknowledges "
+                         f"its own change or asks to update notes or records")
             for t in [target, *anchors, *drift, *ack]:
                 if t.speaker != spk:
                     p.append(f"{where}: {t.ref} is {t.speaker}'s, not {spk}'s")
@@ -630,6 +771,11 @@ def _check_drafts(placed: Placed, wordings: dict[str, Any], names: dict[str, set
     got: Counter[tuple[str, str]] = Counter()
     per_label: dict[str, Counter[str]] = {}
     draft_day = date.fromisoformat(placed.plan["draft_date"])
+    last_day = max(placed.session_dates.values()).date()
+    if draft_day <= last_day:
+        # every turn must precede the drafts, or a later turn could overturn an aligned one
+        p.append(f"draft: the plan's draft_date {draft_day} is not after the last session "
+                 f"({last_day})")
     texts: set[str] = set()
     for n, d in enumerate(placed.raw.get("draft", [])):
         member, label = d.get("member"), d.get("label")
@@ -652,6 +798,11 @@ def _check_drafts(placed: Placed, wordings: dict[str, Any], names: dict[str, set
         text = fill(wordings[member]["text"], vals)
         for g in grammar_problems(text):
             p.append(f"{where}: {g}")
+        # a month in a draft can be one already past at draft_date (the values are checked
+        # above; this catches the wording's own words)
+        months = [m for m in MONTHS if re.search(rf"\b{m}\b", text)]
+        if months:
+            p.append(f"{where}: the draft names {months[0]} (drafts name no month)")
         if text in texts:
             p.append(f"{where}: the same draft text twice")
         texts.add(text)

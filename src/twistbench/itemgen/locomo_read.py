@@ -5,6 +5,7 @@
     python -m twistbench.itemgen.locomo_read conv-26 --plain       # the same without marks
     python -m twistbench.itemgen.locomo_read conv-26 --session 12  # one session
     python -m twistbench.itemgen.locomo_read conv-26 --check       # every rule; exit 1 on a problem
+                                                                   # (and observations to read)
     python -m twistbench.itemgen.locomo_read conv-26 --stats       # voice figures and a classifier
     python -m twistbench.itemgen.locomo_read conv-26 --boundaries  # where an exchange may go
     python -m twistbench.itemgen.locomo_read conv-26 --qa          # the conversation's LoCoMo QA
@@ -33,6 +34,7 @@ from twistbench.itemgen.locomo_authoring import (
     check_conversation,
     qa_spans,
     strip_image,
+    unread_observations,
 )
 from twistbench.itemgen.locomo_plan import load_contrast, load_plan, read_toml
 
@@ -187,6 +189,12 @@ def main(argv: list[str] | None = None) -> int:
         for prob in placed.problems:
             print(prob)
         print(f"{len(placed.problems)} problem(s)")
+        # LoCoMo's observations an anchor must not contradict: listed for reading, not refused
+        notes = unread_observations(placed, load_contrast())
+        for note in notes:
+            print(f"to read: {note}")
+        if notes:
+            print(f"{len(notes)} observation(s) to read (not refused)")
         return 1 if placed.problems else 0
     if args.stats:
         print(stats(placed))
