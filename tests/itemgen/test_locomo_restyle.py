@@ -316,3 +316,14 @@ def test_cli_restyles_then_builds_a_partial_key(tmp_path, locomo_path):
                         str(locomo_path), "--restyle", "http://x/v1"], check=False,
                        capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert r.returncode == 2 and "2.0" in r.stderr
+
+
+def test_the_crisis_key_applies_the_crisis_turns_too(restyled, locomo_path, placed):
+    _, folder, _ = restyled
+    rf = read_restyle(restyle_path(CONV, folder))
+    assert any(placed.by_ref[r].crisis for r in rf.entries)
+    payload, rep = build_locomo2(locomo_path, include_crisis=True, conversations=[CONV],
+                                 restyle_folder=folder)
+    assert rep.restyled == len(rf.entries) and rep.stale == []
+    texts = {t["source"]: strip_image(t["text"]) for t in payload["turns"]}
+    assert all(texts[r] == text for r, (_, text) in rf.entries.items())

@@ -343,10 +343,14 @@ class Restyler:
         self._client.close()
 
 
+Progress = Callable[[str, int], Callable[[], None]]
+
+
 def restyle_conversation(corpus: LocomoCorpus, conv_id: str, restyler: Restyler,
-                         on_unit: Callable[[], None] | None = None) -> ConversationRestyle:
+                         progress: Progress | None = None) -> ConversationRestyle:
     """Rewrite every unit of one conversation, then check the conversation with the rewrites in
-    place; a rewrite a broken rule names is reverted (kept as written, with the rule)."""
+    place; a rewrite a broken rule names is reverted (kept as written, with the rule).
+    `progress(conv, n_units)` returns the callback called after each unit (the CLI's bar)."""
     plan, contrast = load_plan(), load_contrast()
     raw = read_toml(authoring_path(conv_id))
     cpath = authoring_path(conv_id, crisis=True)
@@ -359,15 +363,19 @@ def restyle_conversation(corpus: LocomoCorpus, conv_id: str, restyler: Restyler,
                          "twistbench.itemgen.locomo_read <conv> --check`")
     result = ConversationRestyle(conversation=conv_id,
                                  bank_lines=len(bank_line_refs(placed)))
-    for unit in units_of(placed):
+    units = units_of(placed)
+    tick = progress(conv_id, len(units)) if progress is not None else None
+    for unit in units:
         text, why = restyler.rewrite(unit)
         sha = text_sha256(unit.text)
-        if why is None and text != unit.text:
+        if why is None and text == unit.text:
+            why = "the model returned the text unchanged"
+        if why is None:
             result.accepted[unit.ref] = (sha, text)
-        elif why is not None:
+        else:
             result.kept[unit.ref] = (sha, why)
-        if on_unit is not None:
-            on_unit()
+        if tick is not None:
+            tick()
     _recheck(corpus, conv_id, plan, contrast, raw, craw, placed, result)
     return result
 
@@ -406,27 +414,17 @@ def _recheck(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], contrast:
 
 
 def run_restyle(corpus: LocomoCorpus, conversations: list[str], cfg: RestyleConfig,
-                folder: Path | None = None,
-                progress: Callable[[str, int], Callable[[], None]] | None = None
-                ) -> RestyleReport:
+                folder: Path | None = None, progress: Progress | None = None) -> RestyleReport:
     """The pass over `conversations`: rewrite, check, then write one file per conversation
-    (each atomically, all only after every conversation passed). `progress(conv, n_units)`
-    returns the callback called after each unit (the CLI's bar)."""
+    (each atomically, all only after every conversation passed; default folder
+    banks/locomo/restyle)."""
     prompt_sha = load_prompt(PROMPT).sha256
     host = urlsplit(cfg.base_url).hostname or cfg.base_url
     restyler = Restyler(cfg)
     results = []
     try:
         for cid in conversations:
-            tick = None
-            if progress is not None:
-                plan, contrast = load_plan(), load_contrast()
-                cpath = authoring_path(cid, crisis=True)
-                placed = check_conversation(corpus, cid, plan, contrast,
-                                            read_toml(authoring_path(cid)),
-                                            read_toml(cpath) if cpath.exists() else None)
-                tick = progress(cid, len(units_of(placed)))
-            results.append(restyle_conversation(corpus, cid, restyler, tick))
+            results.append(restyle_conversation(corpus, cid, restyler, progress))
     finally:
         restyler.close()
     report = RestyleReport(model=cfg.model, endpoint_host=host, prompt_sha256=prompt_sha,
