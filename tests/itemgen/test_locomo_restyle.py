@@ -198,6 +198,9 @@ def test_a_rewrite_that_drops_a_span_is_refused_and_listed(corpus, placed, tmp_p
     assert with_spans and set(conv.kept) >= with_spans
     assert all(conv.kept[r][1].startswith("drops protected") for r in with_spans)
     assert set(conv.accepted) == {u.ref for u in units} - set(conv.kept)
+    # a rewrite that keeps its spans but breaks a rule in place (here the dropped span leaves
+    # " ," behind in d8c.2) is reverted by the conversation check
+    assert any(r.startswith("breaks a rule in place: turn ") for _, r in conv.kept.values())
     rf = read_restyle(restyle_path(CONV, tmp_path / "files"))
     assert rf.provenance["kept"] == len(conv.kept) and not set(rf.entries) & with_spans
     assert "kept " in report.render() and "drops protected" in report.render()
