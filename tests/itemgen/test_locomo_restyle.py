@@ -264,6 +264,9 @@ def _mutated(folder: Path, tmp_path: Path, edit) -> Path:
     (lambda s: re.sub(r"\naccepted = \d+", "\naccepted = 1", s), "provenance", "accepted"),
     (lambda s: re.sub(r'\nmodel = "[^"]*"', "", s), "provenance", "model"),
     (lambda s: s.replace('\ntext = "', '\ntexte = "', 1), "turn[0]", None),
+    (lambda s: re.sub(r"\nkept = \d+", "\nkept = 7", s), "provenance", "kept"),
+    # d5a.2 is a reversal's target in conv-26: a bank line, never restyled
+    (lambda s: s.replace('ref = "d2z.1"', 'ref = "d5a.2"', 1), "turn[0]", "ref"),
 ])
 def test_a_malformed_file_is_an_input_error_naming_file_entry_and_field(
         restyled, tmp_path, locomo_path, edit, where, field):
@@ -330,3 +333,13 @@ def test_the_crisis_key_applies_the_crisis_turns_too(restyled, locomo_path, plac
     assert rep.restyled == len(rf.entries) and rep.stale == []
     texts = {t["source"]: strip_image(t["text"]) for t in payload["turns"]}
     assert all(texts[r] == text for r, (_, text) in rf.entries.items())
+
+
+def test_a_restyled_line_that_breaks_a_rule_names_the_restyle_file(restyled, tmp_path,
+                                                                  locomo_path):
+    _, folder, _ = restyled
+    path = _mutated(folder, tmp_path, lambda s: re.sub(
+        r'\ntext = "[^\n]*', '\ntext = "Yeah, an pie a day!"', s, count=1))
+    with pytest.raises(InputError, match="'an pie'") as exc:
+        build_locomo2(locomo_path, conversations=[CONV], restyle_folder=path.parent)
+    assert str(path) in exc.value.file and str(authoring_path(CONV)) in exc.value.file

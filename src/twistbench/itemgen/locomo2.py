@@ -155,7 +155,9 @@ def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
             restyles[cid] = use
         p = check_conversation(corpus, cid, plan, contrast, raw, craw)
         if p.problems:
-            raise _problems_error(str(authoring_path(cid)), p.problems)
+            # with a restyle applied, name its file too: the authored file alone may pass
+            where = str(authoring_path(cid)) + (f" with {use.file.path}" if use else "")
+            raise _problems_error(where, p.problems)
         placed[cid] = p
     partial = conversations is not None and set(wanted) != set(CONVERSATIONS)
     payload = _payload(corpus, plan, contrast, placed, include_crisis, partial)

@@ -50,7 +50,6 @@ from twistbench.datasets.keyfile import atomic_write_bytes
 from twistbench.datasets.locomo import LocomoCorpus
 from twistbench.errors import InputError
 from twistbench.itemgen.locomo_authoring import (
-    _DATE_MD,
     MAX_WORDS,
     REF,
     SLOT,
@@ -58,6 +57,7 @@ from twistbench.itemgen.locomo_authoring import (
     Turn,
     authoring_path,
     check_conversation,
+    month_day_mentions,
     partner_names,
     strip_image,
 )
@@ -115,9 +115,13 @@ class Unit:
 
 def bank_line_refs(placed: Placed) -> set[str]:
     """Turns whose text is a contrast.toml line (arc targets, distractors): not restyled."""
+    return _bank_line_refs(placed.raw)
+
+
+def _bank_line_refs(raw: dict[str, Any]) -> set[str]:
     refs = {arc.get("target") for table in ("reversal", "hard_negative")
-            for arc in placed.raw.get(table, [])}
-    refs |= {d.get("turn") for d in placed.raw.get("distractor", [])}
+            for arc in raw.get(table, [])}
+    refs |= {d.get("turn") for d in raw.get("distractor", [])}
     return {r for r in refs if isinstance(r, str)}
 
 
@@ -195,8 +199,8 @@ def protected_spans(placed: Placed) -> dict[str, list[str]]:
     for ref in placed.roles:
         add(ref, sorted(names))
     for ref, t in text.items():
-        found = [m.group(0) for m in _DATE_MD.finditer(t)]
-        found += _DIGITS.findall(t) + [m.group(0) for m in SLOT.finditer(t)]
+        found = [*month_day_mentions(t), *_DIGITS.findall(t),
+                 *(m.group(0) for m in SLOT.finditer(t))]
         if found:
             spans.setdefault(ref, []).extend(found)
     # Longest first, each once; a span inside a longer protected span adds nothing.
@@ -530,6 +534,10 @@ def read_restyle(path: Path) -> RestyleFile:
                     raise InputError(str(path), f"{row['ref']} restyled twice", where=where,
                                      field="ref", expected="one entry per turn")
                 entries[row["ref"]] = (row["authored_sha256"], row["text"])
+    if prov["kept"] != len(doc.get("kept", [])):
+        raise InputError(str(path), f"says {prov['kept']}, the file has "
+                         f"{len(doc.get('kept', []))} [[kept]] entries", where="provenance",
+                         field="kept", expected="the number of [[kept]] entries")
     if prov["accepted"] != len(entries):
         raise InputError(str(path), f"says {prov['accepted']}, the file has {len(entries)} "
                          "[[turn]] entries", where="provenance", field="accepted",
@@ -582,6 +590,13 @@ def restyled_documents(conv_id: str, raw: dict[str, Any], craw: dict[str, Any] |
     if not path.exists():
         return raw, craw, None
     rf = read_restyle(path)
+    bank = sorted(_bank_line_refs(raw) & set(rf.entries))
+    if bank:
+        n = list(rf.entries).index(bank[0])
+        raise InputError(str(path), f"{bank[0]} is a bank line (an arc target or a "
+                         "distractor: a contrast.toml line, the same in every conversation)",
+                         where=f"turn[{n}]", field="ref",
+                         expected="no entry for a bank line (they are not restyled)")
     # The default key leaves the crisis file out; its entries are still checked (not stale).
     cpath = authoring_path(conv_id, crisis=True)
     crisis_doc = craw if craw is not None else read_toml(cpath) if cpath.exists() else None
