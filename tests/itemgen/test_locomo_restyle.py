@@ -343,3 +343,22 @@ def test_a_restyled_line_that_breaks_a_rule_names_the_restyle_file(restyled, tmp
     with pytest.raises(InputError, match="'an pie'") as exc:
         build_locomo2(locomo_path, conversations=[CONV], restyle_folder=path.parent)
     assert str(path) in exc.value.file and str(authoring_path(CONV)) in exc.value.file
+
+
+def test_the_reader_shows_each_restyled_line_over_its_authored_text(restyled, locomo_path,
+                                                                   capsys):
+    from twistbench.itemgen.locomo_read import main
+
+    _, folder, _ = restyled
+    rf = read_restyle(restyle_path(CONV, folder))
+    ref, (_, text) = next(iter(rf.entries.items()))
+    args = [CONV, "--locomo", str(locomo_path), "--restyled", str(folder)]
+    assert main([*args, "--check"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--session", "2"]) == 0
+    shown = capsys.readouterr().out
+    lines = shown.splitlines()
+    k = next(i for i, line in enumerate(lines) if line.startswith(f"~ {ref:>9} "))
+    assert text.split()[0] in lines[k] and "was: " in "\n".join(lines[k + 1:k + 4])
+    assert main([CONV, "--locomo", str(locomo_path), "--session", "2"]) == 0
+    assert "~ " not in capsys.readouterr().out  # without --restyled: the authored text
