@@ -14,7 +14,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, is_dataclass
 from pathlib import Path
@@ -38,7 +38,7 @@ from twistbench.defaults import (
     TIAP_RESAMPLES,
 )
 from twistbench.errors import InputError
-from twistbench.sanitize import Redactor, plain
+from twistbench.sanitize import Redactor, control_free, plain
 
 if TYPE_CHECKING:
     from twistbench.validation.shortcuts import BuildGate
@@ -979,6 +979,17 @@ def build_locomo(
         help="2.0 only: build a partial key from these conversations (comma-separated, e.g. "
         "conv-26); needs --out; not gated (the audit leaves one conversation out).")] = None,
     allow_failing_gates: AllowGatesOpt = False,
+    restyle: Annotated[str | None, typer.Option(
+        help="2.0 only: first run the restyle pass (docs/keys/locomo-authoring.md, Restyle "
+        "pass): every injected turn rewritten in its speaker's voice through this "
+        "OpenAI-compatible endpoint (base URL, e.g. http://localhost:8000/v1), written to "
+        "--restyle-dir, then the key built from it. Read every line before committing.")] = None,
+    model: Annotated[str | None, typer.Option(help="Model name for --restyle.")] = None,
+    api_key_env: Annotated[str, typer.Option(help="Environment variable holding the endpoint's "
+                                             "API key, for --restyle.")] = "OPENAI_API_KEY",
+    restyle_dir: Annotated[Path | None, typer.Option(
+        help="Folder of the restyle files the pass writes and the build reads (default: the "
+        "committed itemgen/banks/locomo/restyle).")] = None,
 ) -> None:
     """Inject TWIST items into LoCoMo; print counts, QA re-validation, the shortcut audit and the
     variety report. A key that fails a shortcut gate is not written (exit 1)."""
@@ -991,6 +1002,12 @@ def build_locomo(
     if conversations and version != "2.0":
         _fail_input(InputError("--conversations", "only the 2.0 key is built per conversation",
                                expected="--version 2.0"))
+    if (restyle or restyle_dir) and version != "2.0":
+        _fail_input(InputError("--restyle", "the restyle pass is a 2.0 option",
+                               expected="--version 2.0"))
+    if restyle and not model:
+        _fail_input(InputError("--model", "--restyle needs a model name",
+                               expected="--model NAME"))
     try:
         if seed is not None:
             if version == "2.0":
@@ -1007,8 +1024,11 @@ def build_locomo(
 
                     convs = [c.strip() for c in conversations.split(",") if c.strip()] \
                         if conversations else None
+                    if restyle and model:
+                        _restyle_pass(locomo, convs, restyle, model, api_key_env, restyle_dir)
                     digest, rep2 = write_locomo2_key(out, locomo, include_crisis=include_crisis,
-                                                     conversations=convs, gate=gate)
+                                                     conversations=convs, gate=gate,
+                                                     restyle_folder=restyle_dir)
                 else:
                     digest, rep = write_locomo_key(out, locomo,
                                                    seed=DEFAULT_SEED if seed is None else seed,
@@ -1033,6 +1053,29 @@ def build_locomo(
     if rep.variety is not None and not rep.variety.passes:
         err.print("[bold red]variety gate failed:[/] the items leak their label through wording")
         raise typer.Exit(1)
+
+
+def _restyle_pass(locomo: Path, conversations: list[str] | None, base_url: str, model: str,
+                  api_key_env: str, folder: Path | None) -> None:
+    """`twist build locomo --restyle`: the pass over the conversations to build (all ten by
+    default), with a bar per conversation; prints what it rewrote and kept."""
+    # itemgen loads only for `twist build` (ARCHITECTURE.md)
+    from twistbench.datasets.locomo import load_locomo
+    from twistbench.itemgen.locomo_plan import CONVERSATIONS
+    from twistbench.itemgen.locomo_restyle import RestyleConfig, run_restyle
+
+    corpus = load_locomo(locomo)
+    cfg = RestyleConfig(base_url=base_url, model=model, api_key_env=api_key_env)
+    with Progress("[progress.description]{task.description}", BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=True) as bar:
+
+        def progress(conv: str, units: int) -> Callable[[], None]:
+            task = bar.add_task(f"restyle {conv}", total=units)
+            return lambda: bar.advance(task)
+
+        report = run_restyle(corpus, conversations or list(CONVERSATIONS), cfg, folder,
+                             progress)
+    console.print(control_free(report.render()), markup=False, highlight=False)
 
 
 def _shortcuts():  # noqa: ANN202 - the validation.shortcuts module

@@ -30,7 +30,10 @@ SLOTS = {
     "session_tensions": ("earlier", "session"),
     "extractor": ("memories", "turns"),
     "tiap_audit": ("question", "gold_answer", "source", "memory"),
+    "locomo_restyle": ("speaker", "examples", "before", "after", "protected", "text"),
 }
+# Prompts whose reply is the rewritten text itself, not JSON.
+TEXT_REPLY = {"locomo_restyle"}
 # The values each role will read from the reply; every one must appear in the prompt's
 # output specification.
 OUTPUT_WORDS = {
@@ -54,7 +57,11 @@ def test_the_shipped_prompts_are_exactly_these() -> None:
 def test_each_prompt_is_well_formed(name: str) -> None:
     prompt = load_prompt(name)
     assert prompt.slots == SLOTS[name]
-    assert "JSON" in prompt.system and "{{" not in prompt.system
+    assert "{{" not in prompt.system
+    if name in TEXT_REPLY:
+        assert "Reply with the rewritten line only" in prompt.system
+        return
+    assert "JSON" in prompt.system
     for word in OUTPUT_WORDS[name]:
         assert word in prompt.system, word
     # The output example in the system text is one line that names its keys in JSON form.

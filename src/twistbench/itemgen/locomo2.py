@@ -57,6 +57,7 @@ from twistbench.itemgen.locomo_plan import (
     load_plan,
     read_toml,
 )
+from twistbench.itemgen.locomo_restyle import RestyleUse, restyled_documents
 from twistbench.itemgen.revalidate import keyword_stems, revalidate
 from twistbench.model import (
     CrisisPlant,
@@ -89,6 +90,8 @@ class Build2Report:
     qa_excluded: int
     missing: list[str] = field(default_factory=list)
     key_sha256: str = ""
+    restyled: int = 0  # turns whose restyle (banks/locomo/restyle) was applied
+    stale: list[str] = field(default_factory=list)  # "<conv> <ref>": entries not applied
 
     def render(self) -> str:
         lines = [(f"TWIST-LoCoMo key {self.version}: {len(self.conversations)} conversation(s) "
@@ -99,6 +102,10 @@ class Build2Report:
             lines.append(f"NOT WRITTEN YET: {', '.join(self.missing)}")
         lines.append(f"injected turns {self.injected_turns}, appended sessions "
                      f"{self.appended_sessions}")
+        if self.restyled or self.stale:
+            lines.append(f"restyled turns {self.restyled}; stale restyle entries "
+                         f"{len(self.stale)} (authored text changed since the restyle; kept as "
+                         f"written){': ' + ', '.join(self.stale) if self.stale else ''}")
         lines += [f"  {k:22s} {v:4d}" for k, v in self.counts.items()]
         lines.append(f"LoCoMo QA of these conversations: {self.qa_total} before re-validation, "
                      f"{self.qa_total - self.qa_excluded} after ({self.qa_excluded} excluded)")
@@ -120,8 +127,11 @@ def _problems_error(where: str, problems: list[str]) -> InputError:
 
 
 def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
-                  conversations: list[str] | None = None) -> tuple[dict[str, Any], Build2Report]:
-    """The 2.0 key payload. `conversations` None = all ten (refused when one is missing)."""
+                  conversations: list[str] | None = None,
+                  restyle_folder: Path | None = None) -> tuple[dict[str, Any], Build2Report]:
+    """The 2.0 key payload. `conversations` None = all ten (refused when one is missing).
+    The restyle files (`restyle_folder`, default banks/locomo/restyle; itemgen/locomo_restyle.py)
+    replace the authored turns whose text they were made from; with none, nothing changes."""
     corpus = load_locomo(locomo_path)
     plan, contrast = load_plan(), load_contrast()
     plan_broken = plan_problems(plan, contrast)
@@ -142,6 +152,7 @@ def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
                          expected="every conversation's authoring file, or --conversations with "
                          "the ones that exist for a partial key")
     placed: dict[str, Placed] = {}
+    restyles: dict[str, RestyleUse] = {}
     for cid in wanted:
         raw = read_toml(authoring_path(cid))
         craw = None
@@ -151,15 +162,22 @@ def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
                 raise InputError(str(cpath), "the crisis key needs every conversation's crisis "
                                  "file", expected=f"{cpath.name}")
             craw = read_toml(cpath)
+        raw, craw, use = restyled_documents(cid, raw, craw, restyle_folder)
+        if use is not None:
+            restyles[cid] = use
         p = check_conversation(corpus, cid, plan, contrast, raw, craw)
         if p.problems:
-            raise _problems_error(str(authoring_path(cid)), p.problems)
+            # with a restyle applied, name its file too: the authored file alone may pass
+            where = str(authoring_path(cid)) + (f" with {use.file.path}" if use else "")
+            raise _problems_error(where, p.problems)
         placed[cid] = p
     repeated = ack_problems(placed) + duplicate_problems(placed, include_crisis)
     if repeated:
         raise _problems_error(", ".join(str(authoring_path(c)) for c in placed), repeated)
     partial = conversations is not None and set(wanted) != set(CONVERSATIONS)
     payload = _payload(corpus, plan, contrast, placed, include_crisis, partial)
+    if restyles:
+        payload["meta"] = {"restyle": _restyle_meta(restyles)}
     version = KEY_VERSION + (PARTIAL_SUFFIX if partial else "") + ("+crisis" if include_crisis
                                                                     else "")
     gold = payload["gold"]
@@ -177,8 +195,24 @@ def build_locomo2(locomo_path: str | Path, include_crisis: bool = False,
         version=version, conversations=list(placed), counts=counts,
         injected_turns=len(payload["turns"]), appended_sessions=len(payload["appended_sessions"]),
         qa_total=qa_total, qa_excluded=len(payload["revalidation"]["excluded"]),
-        missing=[c for c in CONVERSATIONS if c not in placed])
+        missing=[c for c in CONVERSATIONS if c not in placed],
+        restyled=sum(u.applied for u in restyles.values()),
+        stale=[f"{c} {r}" for c, u in restyles.items() for r in u.stale])
     return payload, report
+
+
+def _restyle_meta(restyles: dict[str, RestyleUse]) -> dict[str, Any]:
+    """What the key records of its restyle: per conversation the file's model, prompt sha256
+    and date, and how many of its entries this build applied and found stale."""
+    per = {cid: {"model": u.file.provenance["model"],
+                 "endpoint_host": u.file.provenance["endpoint_host"],
+                 "prompt_sha256": u.file.provenance["prompt_sha256"],
+                 "date": u.file.provenance["date"], "accepted": u.applied,
+                 "stale": len(u.stale)} for cid, u in restyles.items()}
+    return {"models": sorted({m["model"] for m in per.values()}),
+            "prompt_sha256": sorted({m["prompt_sha256"] for m in per.values()}),
+            "accepted": sum(m["accepted"] for m in per.values()),
+            "stale": sum(m["stale"] for m in per.values()), "conversations": per}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -401,14 +435,15 @@ def _split_parts(value: str) -> list[str]:
 def write_locomo2_key(out: str | Path | None, locomo_path: str | Path,
                       include_crisis: bool = False,
                       conversations: list[str] | None = None, *,
-                      gate: KeyGate | None = None) -> tuple[str, Build2Report]:
+                      gate: KeyGate | None = None,
+                      restyle_folder: Path | None = None) -> tuple[str, Build2Report]:
     """`twist build locomo --version 2.0`: build, check with `gate` (the CLI passes the shortcut
     audit, as for 1.0: itemgen.locomo_inject.write_locomo_key) and write. A gate that raises
     leaves nothing written; what it returns goes into payload["meta"]["gates"]. A partial key is
     never written to the committed path, and is not gated: the audit's leave-one-conversation-out
     classifiers need the conversations the partial key leaves out (benchmarks/
     locomo2_partial_gates.py measures a partial key instead)."""
-    payload, report = build_locomo2(locomo_path, include_crisis, conversations)
+    payload, report = build_locomo2(locomo_path, include_crisis, conversations, restyle_folder)
     if payload["partial"] and out is None:
         raise InputError("--out", "a partial key (some conversations only) is not written over "
                          "the committed key", expected="--out PATH")

@@ -828,6 +828,12 @@ _DATE_MD = re.compile(r"\b(" + "|".join(MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)
                       r"(?:st|nd|rd|th)?\s+(?:of\s+)?(" + "|".join(MONTHS) + r")\b")
 
 
+def month_day_mentions(text: str) -> list[str]:
+    """The month-day dates of a turn as written ("June 3rd", "3 of June"): what stated_dates
+    reads, so the restyle pass keeps them verbatim."""
+    return [m.group(0) for m in _DATE_MD.finditer(text)]
+
+
 def stated_dates(text: str, said: datetime) -> list[date]:
     """Month-day dates named in a turn, in the year that makes them nearest to the day said."""
     out = []

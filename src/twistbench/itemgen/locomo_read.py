@@ -9,6 +9,12 @@
     python -m twistbench.itemgen.locomo_read conv-26 --stats       # voice figures and a classifier
     python -m twistbench.itemgen.locomo_read conv-26 --boundaries  # where an exchange may go
     python -m twistbench.itemgen.locomo_read conv-26 --qa          # the conversation's LoCoMo QA
+    python -m twistbench.itemgen.locomo_read conv-26 --restyled [DIR]  # with the restyle applied
+
+--restyled applies the conversation's restyle file (banks/locomo/restyle, or DIR;
+itemgen/locomo_restyle.py) as the build does: restyled turns are marked '~' and their authored
+text is shown under them, so every restyled line can be read in place before it is committed;
+with --check, --stats or --plain it checks, measures or shows the restyled conversation.
 
 The LoCoMo file is found as the rest of twistbench finds it (../shared/data/locomo/locomo10.json
 beside the checkout, TWIST_SHARED_DATA overrides) or given with --locomo. Without an authoring file
@@ -27,6 +33,7 @@ from collections import Counter
 from pathlib import Path
 
 from twistbench.datasets.locomo import load_locomo
+from twistbench.errors import InputError
 from twistbench.itemgen.locomo_authoring import (
     Placed,
     Turn,
@@ -37,6 +44,7 @@ from twistbench.itemgen.locomo_authoring import (
     unread_observations,
 )
 from twistbench.itemgen.locomo_plan import load_contrast, load_plan, read_toml
+from twistbench.itemgen.locomo_restyle import restyled_documents
 
 
 def default_locomo() -> Path:
@@ -45,17 +53,36 @@ def default_locomo() -> Path:
     return base / "locomo" / "locomo10.json"
 
 
-def load(conv_id: str, locomo: Path, crisis: bool) -> tuple[Placed, object]:
+def load(conv_id: str, locomo: Path, crisis: bool, restyle: Path | None = None,
+         restyled: bool = False) -> tuple[Placed, object, dict[str, str]]:
+    """The placed conversation, the corpus, and (with `restyled`) ref -> authored text of every
+    turn the restyle file replaced (`restyle`: its folder, default the committed one)."""
     corpus = load_locomo(locomo)
     path = authoring_path(conv_id)
     raw = read_toml(path) if path.exists() else {}
     cpath = authoring_path(conv_id, crisis=True)
     craw = read_toml(cpath) if crisis and cpath.exists() else None
-    return check_conversation(corpus, conv_id, load_plan(), load_contrast(), raw, craw), corpus
+    authored: dict[str, str] = {}
+    if restyled:
+        before = _turn_texts(raw, craw)
+        raw, craw, _ = restyled_documents(conv_id, raw, craw, restyle)
+        after = _turn_texts(raw, craw)
+        authored = {r: t for r, t in before.items() if after.get(r) != t}
+    placed = check_conversation(corpus, conv_id, load_plan(), load_contrast(), raw, craw)
+    return placed, corpus, authored
+
+
+def _turn_texts(*docs: dict | None) -> dict[str, str]:
+    return {f"{ins.get('id')}.{j}": str(t.get("text", "")).strip()
+            for doc in docs if doc for ins in doc.get("insert", [])
+            for j, t in enumerate(ins.get("turns", []) or [], 1) if isinstance(t, dict)}
 
 
 def render(placed: Placed, plain: bool = False, session: int | None = None,
-           width: int = 110) -> str:
+           width: int = 110, authored: dict[str, str] | None = None) -> str:
+    """The conversation as text; our turns marked '+' ('~' when restyled, with the authored
+    text under it) unless `plain`."""
+    authored = authored or {}
     out = []
     dates = placed.conversation.meta.get("session_dates", {})
     appended = {a["session"]: a["date_text"] for a in placed.plan["appended"]}
@@ -64,12 +91,17 @@ def render(placed: Placed, plain: bool = False, session: int | None = None,
             continue
         out.append(f"=== session {s} ({dates.get(str(s)) or appended.get(s, '')})")
         for t in placed.sessions[s]:
-            mark = "" if plain else ("+ " if t.injected else "  ")
+            mark = "" if plain else ("~ " if t.ref in authored else "+ " if t.injected
+                                     else "  ")
             ref = "" if plain else f"{t.ref:>9} "
             line = f"{mark}{ref}{t.speaker}: {t.text}"
             roles = placed.roles.get(t.ref)
             body = textwrap.wrap(line, width=width, subsequent_indent=" " * 14) or [line]
             out.extend(body)
+            if t.ref in authored and not plain:
+                was = f"was: {authored[t.ref]}"
+                out.extend(textwrap.wrap(was, width=width, initial_indent=" " * 14,
+                                         subsequent_indent=" " * 19))
             if roles and not plain:
                 out.append(" " * 14 + "<< " + "; ".join(roles))
     return "\n".join(out)
@@ -183,8 +215,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--boundaries", action="store_true")
     ap.add_argument("--qa", action="store_true")
     ap.add_argument("--crisis", action="store_true", help="include the opt-in crisis file")
+    ap.add_argument("--restyled", nargs="?", const="", default=None, metavar="DIR",
+                    help="apply the restyle file (default folder banks/locomo/restyle)")
     args = ap.parse_args(argv)
-    placed, corpus = load(args.conversation, args.locomo or default_locomo(), args.crisis)
+    try:
+        placed, corpus, authored = load(
+            args.conversation, args.locomo or default_locomo(), args.crisis,
+            restyle=Path(args.restyled) if args.restyled else None,
+            restyled=args.restyled is not None)
+    except InputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.check:
         for prob in placed.problems:
             print(prob)
@@ -203,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.qa:
         print(qa_list(corpus, args.conversation))
     else:
-        print(render(placed, plain=args.plain, session=args.session))
+        print(render(placed, plain=args.plain, session=args.session, authored=authored))
     return 0
 
 

@@ -50,6 +50,35 @@ PARAPHRASE_SYSTEM = (
 )
 
 
+MIN_LENGTH_RATIO, MAX_LENGTH_RATIO = 0.5, 2.0
+
+
+def refusal(original: str, rewrite: str, protected: Sequence[str], *,
+            max_words: int | None = None, keep_question: bool = False) -> str | None:
+    """Why a model's rewrite of `original` may not replace it, or None when it may: it must be
+    one non-empty line, 0.5-2.0 times the original's length, and hold every protected string
+    the original holds, verbatim (a slot value, a chain state, a PII form the gold relies on).
+    `max_words` caps its length in words; `keep_question` requires that it asks a question
+    ('?') exactly when the original does (a turn whose answer must not be missing stays one
+    that asks nothing). Shared by the paraphraser (TWIST-CS 1.0) and the LoCoMo 2.0 restyle
+    pass (itemgen/locomo_restyle.py)."""
+    if not rewrite:
+        return "empty"
+    if "\n" in rewrite:
+        return "more than one line"
+    ratio = len(rewrite) / max(len(original), 1)
+    if not MIN_LENGTH_RATIO <= ratio <= MAX_LENGTH_RATIO:
+        return f"length ratio {ratio:.2f} (allowed {MIN_LENGTH_RATIO}-{MAX_LENGTH_RATIO})"
+    lost = [p for p in protected if p in original and p not in rewrite]
+    if lost:
+        return f"drops protected {lost[0]!r}"
+    if max_words is not None and len(rewrite.split()) > max_words:
+        return f"{len(rewrite.split())} words (at most {max_words})"
+    if keep_question and ("?" in rewrite) != ("?" in original):
+        return "asks a question" if "?" in rewrite else "no longer asks its question"
+    return None
+
+
 class Paraphraser:
     """Rewrites turns through the endpoint, with the response cache and a safety check:
     a rewrite that drops a protected string (a slot value the gold relies on), changes length
@@ -102,9 +131,7 @@ class Paraphraser:
 
     def rewrite(self, text: str, protected: Sequence[str]) -> str:
         out = (self._complete(text) or "").strip()
-        ok = (out and "\n" not in out and 0.5 <= len(out) / max(len(text), 1) <= 2.0
-              and all(p in out for p in protected if p in text))
-        if ok:
+        if refusal(text, out, protected) is None:
             self.rewritten += 1
             return out
         self.kept += 1

@@ -18,7 +18,10 @@ It recognises a prompt by its system text (llm/prompts/) and applies one rule pe
 - extractor: a new turn of four content words or more is ADDed, or UPDATEs the stored memory
   it shares three words with (when a number differs); a question or a greeting is skipped;
 - tiap_audit: supports / partial / does_not_support by the share of the gold answer's content
-  words in the credited memory.
+  words in the credited memory;
+- locomo_restyle: the line with a few casual forms swapped in outside its protected spans and
+  "Yeah, " in front (plain text); `respond_restyle_dropping_a_span` also drops the first
+  protected span, for the refusal path.
 Any other request gets an echo. `respond_with_faults` injects, by a hash of the request, a 429
 with Retry-After or a 500 on the first sight of a request (the client's retry then succeeds),
 and a reply that is not JSON or is cut off (finish_reason "length") on a few requests: those
@@ -222,6 +225,58 @@ def _tiap_audit(user: str) -> dict[str, Any]:
     return {"reasoning": f"{share:.0%} of the gold words are in the memory", "label": label}
 
 
+_RESTYLE_SWAPS = ((r"\bI am\b", "I'm"), (r"\bdo not\b", "don't"), (r"\bIt is\b", "It's"),
+                  (r"\bit is\b", "it's"), (r"\bvery\b", "super"), (r"\breally\b", "so"),
+                  (r"\bgoing to\b", "gonna"))
+
+
+def _restyle_parts(user: str) -> tuple[list[str], str]:
+    """(protected spans, the line) of a locomo_restyle request."""
+    spans = [line[2:] for line in _section(user, "Keep these exactly as written:",
+                                           "\nThe line, by ").splitlines()
+             if line.startswith("- ")]
+    head = user.rfind("\nThe line, by ")
+    line = user[head:].split(":\n", 1)[1].strip() if head >= 0 else ""
+    return spans, line
+
+
+def restyle_text(line: str, protected: list[str]) -> str:
+    """The scripted restyle of one line: a few casual forms swapped in outside the protected
+    spans and a reaction in front ("Yeah, ..."), every protected span left as it is."""
+    if protected:
+        cut = re.compile("(" + "|".join(re.escape(p) for p in protected) + ")")
+        pieces = cut.split(line)
+    else:
+        pieces = [line]
+    out = []
+    for k, piece in enumerate(pieces):
+        if k % 2 == 0:  # outside every protected span
+            for pattern, repl in _RESTYLE_SWAPS:
+                piece = re.sub(pattern, repl, piece)
+        out.append(piece)
+    text = "".join(out)
+    return ("Oh, " if text.startswith("Yeah") else "Yeah, ") + text
+
+
+def _locomo_restyle(user: str) -> str:
+    spans, line = _restyle_parts(user)
+    return restyle_text(line, spans)
+
+
+def respond_restyle_dropping_a_span(body: dict[str, Any]) -> Scripted:
+    """`respond`, except that a locomo_restyle rewrite loses its first protected span (the
+    pass must refuse it and keep the authored turn)."""
+    if _prompt_of(body) != "locomo_restyle":
+        return respond(body)
+    spans, line = _restyle_parts(last_user_message(body))
+    if spans:
+        line = " ".join(line.replace(spans[0], "", 1).split())
+    return Reply(restyle_text(line, spans[1:]))
+
+
+# Prompts whose reply is plain text, not JSON.
+TEXT_RULES: dict[str, Callable[[str], str]] = {"locomo_restyle": _locomo_restyle}
+
 RULES: dict[str, Callable[[str], dict[str, Any]]] = {
     "answerer": _answerer, "judge_locomo": _judge_locomo, "judge_track_c": _judge_track_c,
     "draft_alignment": _draft_alignment, "session_tensions": _session_tensions,
@@ -243,6 +298,8 @@ def _prompt_of(body: dict[str, Any]) -> str | None:
 def respond(body: dict[str, Any]) -> Scripted:
     """The scripted reply to one chat-completions request body."""
     name = _prompt_of(body)
+    if name in TEXT_RULES:
+        return Reply(TEXT_RULES[name](last_user_message(body)))
     if name is None or name not in RULES:
         return echo_reply(body)
     return Reply(json.dumps(RULES[name](last_user_message(body)), ensure_ascii=False))

@@ -18,6 +18,8 @@ The prompts:
     session_tensions  new session + earlier turns -> self-contradictions with both sides' ids
     extractor         Mem0-style: stored memories + new turns -> ADD / UPDATE / DELETE + turn ids
     tiap_audit        TIAP semantic audit (tiap-paper §3.3): supports / partial / does_not_support
+    locomo_restyle    one injected TWIST-LoCoMo 2.0 turn + the speaker's own LoCoMo turns ->
+                      the turn in the speaker's voice (plain text; itemgen/locomo_restyle.py)
 """
 
 from __future__ import annotations
