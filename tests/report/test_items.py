@@ -1,5 +1,6 @@
 """The item browser's per-item outcomes agree with the tracks' own per-item outcomes and with the
-profile's counts; errors are errors, declined tracks N/A; the turn table holds cited text."""
+profile's counts; errors are errors (a failed judgement too), declined tracks N/A; the turn table
+holds cited text."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ from dataclasses import replace
 
 import pytest
 from toy_systems import FaultyToy, KeywordToy
+from typer.testing import CliRunner
 
+from twistbench.cli import app
 from twistbench.datasets.demo import demo_dataset
+from twistbench.judges import make_judge
+from twistbench.llm.loopback import Reply, last_user_message
+from twistbench.llm.scripted import respond
 from twistbench.report.items import OUTCOMES, build_item_views, outcome_counts
 from twistbench.report.runs import find_sources, report_runs
 from twistbench.runs.runner import RunSettings, run_system
@@ -166,3 +172,108 @@ def test_qa_items_are_labelled_by_the_corpus_and_scored_in_the_registry_words(
     # the profile's `items →` link of the QA column opens the browser on that track
     profile = rep.profiles[0].model_copy(update={"dataset": dataset})
     assert f"#items?track={corpus}&amp;" in _profile_table(profile)
+
+
+# ---------------------------------------------------------------------------------------------
+# A judgement the run's judge cannot make (an LLM judge's malformed reply) is that item's error
+# in every part of the report: the profile counts it under errors["judge"], the Markdown and
+# JSON say so, the item browser shows it as an error with the judge's message, the other items
+# are unaffected, and the report is written with exit 0 (before the fix, building the item views
+# asked the judge again and its JudgeError ended `twist report` / `twist run` with "internal
+# error", exit 3).
+
+# The Track C question and the LoCoMo question whose judgements fail: the model answers them
+# out of form, every time.
+BROKEN_QUERY, BROKEN_ITEM = "When is Boreal's go-live date?", "C:demo-uc2:q1"
+BROKEN_QUESTION, BROKEN_QA = "Why did Boreal's go-live move?", "locomo:demo-qa2"
+
+
+def _malformed_replies(body):
+    """The scripted model, except for the judgements of BROKEN_QUERY and BROKEN_QUESTION: a
+    reply with no JSON in it (what a real model sometimes sends)."""
+    text = last_user_message(body)
+    if (f"Question: {BROKEN_QUERY}" in text and "Kind: current" in text
+            or BROKEN_QUESTION in text and "Gold answer" in text):
+        return Reply("I think the answer is probably fine.")
+    return respond(body)
+
+
+@pytest.fixture
+def judged_run(llm_env, tmp_path):
+    """A demo run of the keyword toy judged by the LLM judge, one of whose Track C judgements
+    and one of whose LoCoMo judgements fail; the loopback stays up for the re-scoring the tests
+    do."""
+    llm_env.reply = _malformed_replies
+    run_system(demo_dataset(), KeywordToy(), tmp_path / "run" / "kw",
+               settings=RunSettings(progress=False), judge=make_judge("llm"),
+               dataset_source={"name": "demo"})
+    return tmp_path / "run"
+
+
+def test_a_failed_judgement_is_the_items_error_in_the_profile_and_the_browser(judged_run):
+    rep = report_runs([judged_run / "kw"])
+    profile = rep.profiles[0]
+    c = profile.rows[0].scores.tracks["C"]
+    assert c.errors == {"judge": 1} and c.details["judge_errors"] == 1
+    views = rep.views(profile)
+    by_id = {it.id: it.results[0] for it in views.items}
+    broken = by_id[BROKEN_ITEM]
+    assert broken.outcome == "error"
+    assert "malformed_json" in broken.error and "judge llm" in broken.why
+    assert broken.fields and broken.fields[0][0] == "answer"  # the answer it could not judge
+    # a LoCoMo item stands on its F1, which needs no judge; its failed J judgement is shown as
+    # the error the profile counts, and the other question carries its J verdict
+    qa = profile.rows[0].scores.tracks["locomo"]
+    assert qa.errors == {"judge": 1} and qa.metrics["j"].n == 1
+    assert by_id[BROKEN_QA].outcome in ("correct", "partial", "wrong")
+    assert "malformed_json in judge llm" in by_id[BROKEN_QA].error
+    judged_qa = [dict(r.fields)["judge"] for iid, r in by_id.items()
+                 if iid.startswith("locomo:") and iid != BROKEN_QA]
+    assert judged_qa and all(j.startswith(("llm: CORRECT", "llm: WRONG")) for j in judged_qa)
+    # every other item is exactly what the tracks scored, and the browser's errors are the
+    # profile's: error outcomes, and the J judgements that failed beside a LoCoMo F1
+    assert check_against_tracks(rep) > 0
+    counts = outcome_counts(views)["keyword-toy"]
+    beside_f1 = sum(1 for it in views.items if it.id.startswith("locomo:")
+                    and it.results[0].error and it.results[0].outcome != "error")
+    assert sum(t.get("error", 0) for t in counts.values()) + beside_f1 == sum(
+        t.error_total for t in profile.rows[0].scores.tracks.values() if t.status == "scored")
+    others = [r for iid, r in by_id.items() if iid.startswith("C:") and iid != BROKEN_ITEM]
+    assert others and all(r.outcome != "error" and r.score.startswith("llm: ")
+                          for r in others if r.outcome != "n/a")
+
+
+def test_the_browser_shows_the_verdicts_the_score_used_without_asking_the_judge(judged_run):
+    """The views read each Track C verdict from the scores: no judge call at render time, so a
+    judge that changed its mind (the cache off, a new model) cannot make the browser disagree
+    with the profile."""
+    rep = report_runs([judged_run / "kw"])
+    runs = rep.runs_of(rep.profiles[0])
+
+    class RefusingJudge:
+        name, version = "refusing", "1"
+
+        def classify(self, chain, query, answer):
+            raise AssertionError("the item views asked the judge again")
+
+        def judge_qa(self, case):
+            raise AssertionError("the item views asked the judge again")
+
+    for run in runs:
+        run.judge = RefusingJudge()
+    views = build_item_views(runs)
+    assert [it.as_json() for it in views.items] == [
+        it.as_json() for it in rep.views(rep.profiles[0]).items]
+
+
+def test_twist_report_writes_every_format_and_exits_0(judged_run, tmp_path):
+    out = tmp_path / "report"
+    r = CliRunner().invoke(app, ["report", str(judged_run), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    data = json.loads((out / "report.json").read_text(encoding="utf-8"))
+    tracks = data["profiles"][0]["rows"][0]["scores"]["tracks"]
+    assert tracks["C"]["errors"] == {"judge": 1} and tracks["locomo"]["errors"] == {"judge": 1}
+    assert "judgements" not in tracks["C"]  # kept in memory for the views, not written
+    assert "judge 1" in (out / "report.md").read_text(encoding="utf-8")
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert BROKEN_ITEM in html and "malformed_json" in html

@@ -124,6 +124,15 @@ def caught(judgement: Callable[[], Any]) -> Any:
         return exc
 
 
+def judgement_record(judgement: JudgeVerdict | QAVerdict | JudgeError) -> dict[str, Any]:
+    """A judgement as a record stores it and the item views read it: the verdict's fields, or
+    {"judge_error": {"kind", "message"}} for a judgement that failed (message cut to 500
+    characters: a model's whole reply can be long)."""
+    if isinstance(judgement, JudgeError):
+        return {"judge_error": {"kind": judgement.kind, "message": judgement.message[:500]}}
+    return judgement.as_dict()
+
+
 def judge_identity(judge: Judge) -> dict[str, Any]:
     """What identifies a judge's judgements: its identity() where it has one, else its name
     and version (a plugin judge)."""

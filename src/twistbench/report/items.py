@@ -6,14 +6,16 @@ question): the gold with the turns it cites, then one `Result` per run with its 
 score, a sentence saying why, the output and the turns the output cites.
 
 Outcomes (`OUTCOMES`), oriented so that "correct" is good in every track: correct, partial (a
-LoCoMo F1 strictly between 0 and 1), wrong, error (a failed system call: counted, never a
-score), missing (no record: the run did not finish) and n/a (the system declines the track or
-mode, or the run did not cover the item; the reason is given).
+LoCoMo F1 strictly between 0 and 1), wrong, error (a failed system call, or a Track C judgement
+the judge could not make: counted, never a score), missing (no record: the run did not finish)
+and n/a (the system declines the track or mode, or the run did not cover the item; the reason
+is given).
 
-Every verdict comes from the tracks' own per-item functions (`b_alignment.score_item`, the run's
-judge, `d_safety.leaked` / `over_blocked` / `crisis_exposed`, `locomo_qa.score_item`, Track A's
-matching in `a_tension.score_mode`), so the browser can never disagree with the profile; the
-tests check it against the tracks' `outcomes()` and metric counts.
+Every verdict comes from the tracks' own per-item functions (`b_alignment.score_item`,
+`d_safety.leaked` / `over_blocked` / `crisis_exposed`, `locomo_qa.score_item`, Track A's
+matching in `a_tension.score_mode`) or, for Track C, from the judgements its score made (kept
+in its TrackResult: the judge is not asked again), so the browser can never disagree with the
+profile; the tests check it against the tracks' `outcomes()` and metric counts.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from twistbench.contract import Capabilities
 from twistbench.datasets.registry import qa_scorer
 from twistbench.judges.base import Judge
+from twistbench.judges.structural import StructuralJudge
 from twistbench.model import (
     Answer,
     ChainQuery,
@@ -404,10 +407,27 @@ def _query_result(run: _Run, ch: UpdateChain, q: ChainQuery) -> Result:
         t = out.get("tension") or {}
         extra.append(("resolved", f"{t.get('id')} ({t.get('mode')}): {out.get('why', '')}"))
     answer = Answer.model_validate(out["answer"])
-    verdict = run.data.judge.classify(ch, q, answer)
-    good = _query_good(ch, q, verdict.outcome)
-    res = _answer_result(answer, "correct" if good else "wrong",
-                         f"{run.data.judge.name}: {verdict.outcome}", verdict.reason, extra)
+    # The judgement the score counted, kept by the track (TrackResult.judgements): the view
+    # never asks the judge again, so it cannot disagree with the profile (an LLM judge without
+    # its cache) and a judgement that failed is this item's error here as it is there.
+    tr = run.track(c_supersession.KEY)
+    if tr is None or iid not in tr.judgements:
+        raise LookupError(f"{run.data.name}: the Track C score holds no judgement of {iid}, "
+                          "whose record holds an answer: the scores and the records are out of "
+                          "step")
+    judgement = tr.judgements[iid]
+    judge = str(tr.details.get("judge") or run.data.judge.name)
+    failure = judgement.get("judge_error")
+    if failure is not None:
+        res = _answer_result(answer, "error", "judge error",
+                             f"judge {judge} could not judge the answer; judge errors are "
+                             "counted, never scored", extra)
+        res.error = f"{failure.get('kind')} in judge {judge}: {failure.get('message')}"
+    else:
+        outcome = str(judgement["outcome"])
+        good = _query_good(ch, q, outcome)
+        res = _answer_result(answer, "correct" if good else "wrong", f"{judge}: {outcome}",
+                             str(judgement.get("reason") or ""), extra)
     if q.kind == "post_resolution" and t.get("claim_evidence"):
         res.cited += [("resolved claim", list(t["claim_evidence"])),
                       ("resolved new", list(t.get("new_evidence") or []))]
@@ -527,7 +547,30 @@ def _qa_result(run: _Run, q: QAItem, scorer: str) -> Result:
         score += f" · evidence {er:.2f}"
     why = ("category 5: scores 1 only when the answer says the information is not mentioned"
            if q.category == 5 else f"{scorer} against the gold answer")
-    return _answer_result(answer, outcome, score, why)
+    res = _answer_result(answer, outcome, score, why)
+    _add_qa_judgement(run, iid, res)
+    return res
+
+
+def _add_qa_judgement(run: _Run, iid: str, res: Result) -> None:
+    """The J judgement the QA score counted (kept in its TrackResult: the judge is not asked
+    again), beside the F1 the outcome stands on: a judgement that failed is shown as the error
+    the profile counts under the track's judge errors. The structural judge's J is the F1 rule
+    (F1 >= 0.5), which the score already shows, so only its failures would be news (it has
+    none)."""
+    tr = run.track(locomo_qa.KEY)
+    if tr is None or iid not in tr.judgements:
+        return
+    judgement = tr.judgements[iid]
+    judge = str(tr.details.get("judge") or run.data.judge.name)
+    failure = judgement.get("judge_error")
+    if failure is not None:
+        res.error = (f"{failure.get('kind')} in judge {judge}: {failure.get('message')} "
+                     "(a judge error: counted, left out of J)")
+    elif judge != StructuralJudge.name:
+        verdict = "CORRECT" if judgement.get("correct") else "WRONG"
+        res.fields.append(("judge", f"{judge}: {verdict} · {judgement.get('reason') or ''}"
+                           .rstrip(" ·")))
 
 
 def _qa_items(ds: Dataset, runs: list[_Run]) -> list[ItemView]:

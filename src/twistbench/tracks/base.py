@@ -113,7 +113,10 @@ class TrackResult(BaseModel):
     (N/A is never zero). Sub-parts that are N/A (a tension mode the system lacks, Track C
     post-resolution) are listed in `na`. `errors` counts failed system calls per sub-part
     (excluded from every metric); `missing` counts items with no record at all (an unfinished
-    run); `counts` holds other counted outcomes (excluded QA items, chains with no tension...)."""
+    run); `counts` holds other counted outcomes (excluded QA items, chains with no tension...).
+    `judgements`: per judged item id, the judgement the metrics counted (`judgement_record`:
+    the verdict's fields, or "judge_error"), so that the item views show what the score used
+    without asking the judge again; kept in memory only, never written to report.json."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -127,6 +130,7 @@ class TrackResult(BaseModel):
     missing: dict[str, int] = Field(default_factory=dict)
     counts: dict[str, int] = Field(default_factory=dict)
     details: dict[str, Any] = Field(default_factory=dict)
+    judgements: dict[str, dict[str, Any]] = Field(default_factory=dict, exclude=True, repr=False)
 
     @classmethod
     def not_applicable(cls, track: str, title: str, reason: str) -> TrackResult:

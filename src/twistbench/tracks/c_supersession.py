@@ -29,7 +29,14 @@ from collections import defaultdict
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.judges.base import Judge, JudgeError, JudgeVerdict, classify_all
+from twistbench.judges.base import (
+    Judge,
+    JudgeError,
+    JudgeVerdict,
+    caught,
+    classify_all,
+    judgement_record,
+)
 from twistbench.judges.structural import StructuralJudge
 from twistbench.model import Answer, ChainQuery, Dataset, UpdateChain
 from twistbench.records import ItemRecord
@@ -180,23 +187,22 @@ class SupersessionTrack:
             if output.get("answer") is None:
                 return {"outcome": "no_tension"}
             answer = Answer.model_validate(output["answer"])
-            try:
-                return judge.classify(chain, query, answer).as_dict()
-            except JudgeError as exc:
-                return {"judge_error": {"kind": exc.kind, "message": exc.message[:500]}}
+            return judgement_record(caught(lambda: judge.classify(chain, query, answer)))
         return score
 
     @staticmethod
     def _judged(dataset: Dataset, records: list[ItemRecord], judge: Judge
                 ) -> tuple[dict[str, tuple[UpdateChain, ChainQuery, JudgeVerdict | None]],
-                           dict[str, int], dict[str, int]]:
-        """item id -> (chain, query, verdict or None for no_tension); errors; missing.
+                           dict[str, int], dict[str, int], dict[str, JudgeError]]:
+        """item id -> (chain, query, verdict or None for no_tension); errors; missing; item id
+        -> the JudgeError of each judgement that failed.
 
-        A judgement that fails (JudgeError) is counted under errors["judge"] and its item left
-        out, like a failed system call."""
+        A judgement that fails is counted under errors["judge"] and its item left out, like a
+        failed system call."""
         index = {item_id(ch.id, q.id): (ch, q) for ch in dataset.update_chains for q in ch.queries}
         out: dict[str, tuple[UpdateChain, ChainQuery, JudgeVerdict | None]] = {}
         errors: dict[str, int] = defaultdict(int)
+        failed: dict[str, JudgeError] = {}
         seen: set[str] = set()
         to_judge: list[tuple[str, UpdateChain, ChainQuery, Answer]] = []
         for r in records:
@@ -216,13 +222,14 @@ class SupersessionTrack:
         for (iid, ch, q, _), verdict in zip(to_judge, verdicts):
             if isinstance(verdict, JudgeError):
                 errors["judge"] += 1
+                failed[iid] = verdict
                 continue
             out[iid] = (ch, q, verdict)
         missing: dict[str, int] = defaultdict(int)
         for iid, (_ch, q) in index.items():
             if iid not in seen:
                 missing[q.kind] += 1
-        return out, dict(errors), dict(missing)
+        return out, dict(errors), dict(missing), failed
 
     def score(self, dataset: Dataset, records: list[ItemRecord], caps: Capabilities,
               judge: Judge | None = None) -> TrackResult:
@@ -230,11 +237,15 @@ class SupersessionTrack:
         if why:
             return TrackResult.not_applicable(KEY, TITLE, why)
         judge = judge or self.judge
-        judged, errors, missing = self._judged(dataset, records, judge)
+        judged, errors, missing, failed = self._judged(dataset, records, judge)
         post_na = post_resolution_available(caps)
         if post_na:
             missing.pop("post_resolution", None)
         res = TrackResult(track=KEY, title=TITLE, status="scored", errors=errors, missing=missing)
+        # the item views read these instead of asking the judge again (report/items.py)
+        res.judgements = {iid: judgement_record(v) for iid, (_, _, v) in judged.items()
+                          if v is not None}
+        res.judgements.update((iid, judgement_record(e)) for iid, e in failed.items())
         cur = [(ch, v) for ch, q, v in judged.values() if q.kind == "current" and v is not None]
         hist = [(ch, v) for ch, q, v in judged.values() if q.kind == "history" and v is not None]
         outcomes: dict[str, dict[str, int]] = {}
@@ -308,7 +319,7 @@ class SupersessionTrack:
         """Per query: current (current query), not stale (post-resolution), retained (history)."""
         if self.not_applicable(caps, dataset):
             return []
-        judged, _, _ = self._judged(dataset, records, judge or self.judge)
+        judged, _, _, _ = self._judged(dataset, records, judge or self.judge)
         out = []
         for iid, (ch, q, v) in judged.items():
             if v is None:

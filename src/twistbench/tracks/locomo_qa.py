@@ -30,7 +30,15 @@ from collections import defaultdict
 from typing import Any
 
 from twistbench.contract import Capabilities
-from twistbench.judges.base import Judge, JudgeError, QACase, QAJudge, QAVerdict, judge_qa_all
+from twistbench.judges.base import (
+    Judge,
+    JudgeError,
+    QACase,
+    QAJudge,
+    QAVerdict,
+    judge_qa_all,
+    judgement_record,
+)
 from twistbench.judges.locomo_f1 import (  # re-exported: the track's official F1
     ADVERSARIAL_PHRASES,
     f1_multi,
@@ -216,6 +224,8 @@ class LocomoQATrack:
         if failed:
             res.errors["judge"] = failed
         ok = [(q, v) for q, v in judged if isinstance(v, QAVerdict)]
+        # the item views show these beside the F1 instead of asking the judge again
+        res.judgements = {item_id(q.id): judgement_record(v) for q, v in judged}
 
         def j_rate(name: str, sel) -> Any:
             per: dict[str, list[int]] = defaultdict(lambda: [0, 0])
