@@ -36,7 +36,6 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import os
 import re
 import tomllib
 from collections.abc import Callable
@@ -62,9 +61,9 @@ from twistbench.itemgen.locomo_authoring import (
     strip_image,
 )
 from twistbench.itemgen.locomo_plan import bank_path, load_contrast, load_plan, read_toml
-from twistbench.itemgen.paraphrase import refusal
+from twistbench.itemgen.paraphrase import refusal, rewrite_client
 from twistbench.judges.structural import phone_forms
-from twistbench.llm import LLMClient, LLMConfig, LLMError, ResponseCache, load_prompt
+from twistbench.llm import LLMError, load_prompt
 from twistbench.llm.prompts import format_lines
 
 PROMPT = "locomo_restyle"
@@ -318,16 +317,7 @@ class Restyler:
 
     def __init__(self, cfg: RestyleConfig):
         self.cfg = cfg
-        try:
-            config = LLMConfig(base_url=cfg.base_url, model=cfg.model,
-                               api_key=os.environ.get(cfg.api_key_env, ""),
-                               temperature=cfg.temperature, timeout_s=cfg.timeout_s,
-                               max_attempts=cfg.max_attempts)
-        except InputError as exc:
-            raise InputError("--restyle", exc.message, field=exc.field,
-                             expected=exc.expected) from None
-        self._client = LLMClient(config, cache=ResponseCache(
-            Path(cfg.cache_dir) / "responses.sqlite3"))
+        self._client = rewrite_client(cfg, "--restyle")
         self.calls = 0
 
     def rewrite(self, unit: Unit) -> tuple[str, str | None]:

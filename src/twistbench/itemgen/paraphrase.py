@@ -79,6 +79,21 @@ def refusal(original: str, rewrite: str, protected: Sequence[str], *,
     return None
 
 
+def rewrite_client(cfg: ParaphraseConfig | Any, option: str) -> LLMClient:
+    """The LLM client of a rewriting pass (this paraphraser, the LoCoMo 2.0 restyle pass): `cfg`
+    has base_url, model, api_key_env, cache_dir, temperature, timeout_s and max_attempts; the
+    response cache lives in cache_dir/responses.sqlite3. A bad endpoint setting is an InputError
+    on `option`, the command-line option that gave it."""
+    try:
+        config = LLMConfig(base_url=cfg.base_url, model=cfg.model,
+                           api_key=os.environ.get(cfg.api_key_env, ""),
+                           temperature=cfg.temperature, timeout_s=cfg.timeout_s,
+                           max_attempts=cfg.max_attempts)
+    except InputError as exc:
+        raise InputError(option, exc.message, field=exc.field, expected=exc.expected) from None
+    return LLMClient(config, cache=ResponseCache(Path(cfg.cache_dir) / "responses.sqlite3"))
+
+
 class Paraphraser:
     """Rewrites turns through the endpoint, with the response cache and a safety check:
     a rewrite that drops a protected string (a slot value the gold relies on), changes length
@@ -87,16 +102,7 @@ class Paraphraser:
 
     def __init__(self, cfg: ParaphraseConfig):
         self.cfg = cfg
-        try:
-            config = LLMConfig(base_url=cfg.base_url, model=cfg.model,
-                               api_key=os.environ.get(cfg.api_key_env, ""),
-                               temperature=cfg.temperature, timeout_s=cfg.timeout_s,
-                               max_attempts=cfg.max_attempts)
-        except InputError as exc:
-            raise InputError("--paraphrase", exc.message, field=exc.field,
-                             expected=exc.expected) from None
-        cache_dir = Path(cfg.cache_dir)
-        self._client = LLMClient(config, cache=ResponseCache(cache_dir / "responses.sqlite3"))
+        self._client = rewrite_client(cfg, "--paraphrase")
         self.rewritten = 0
         self.kept = 0
         self.calls = 0
