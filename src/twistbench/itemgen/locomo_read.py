@@ -44,7 +44,7 @@ from twistbench.itemgen.locomo_authoring import (
     unread_observations,
 )
 from twistbench.itemgen.locomo_plan import load_contrast, load_plan, read_toml
-from twistbench.itemgen.locomo_restyle import restyled_documents
+from twistbench.itemgen.locomo_restyle import insert_turns, restyled_documents
 
 
 def default_locomo() -> Path:
@@ -73,9 +73,8 @@ def load(conv_id: str, locomo: Path, crisis: bool, restyle: Path | None = None,
 
 
 def _turn_texts(*docs: dict | None) -> dict[str, str]:
-    return {f"{ins.get('id')}.{j}": str(t.get("text", "")).strip()
-            for doc in docs if doc for ins in doc.get("insert", [])
-            for j, t in enumerate(ins.get("turns", []) or [], 1) if isinstance(t, dict)}
+    return {ref: str(t.get("text", "")).strip()
+            for doc in docs for ref, t, _ in insert_turns(doc) if isinstance(t, dict)}
 
 
 def render(placed: Placed, plain: bool = False, session: int | None = None,

@@ -38,7 +38,7 @@ import hashlib
 import json
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -92,6 +92,14 @@ def text_sha256(text: str) -> str:
     """The sha256 an entry binds to: of the authored turn text as the checker reads it
     (stripped, without the image caption, which is a separate field)."""
     return hashlib.sha256(text.strip().encode("utf-8")).hexdigest()
+
+
+def insert_turns(doc: dict[str, Any] | None) -> Iterator[tuple[str, Any, dict[str, Any]]]:
+    """(ref, turn table, its insert) of every turn of an authoring document's inserts, refs as
+    the checker numbers them ('<insert id>.<n>', from 1); none for a missing document."""
+    for ins in (doc or {}).get("insert", []):
+        for j, turn in enumerate(ins.get("turns", []) or [], 1):
+            yield f"{ins.get('id')}.{j}", turn, ins
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,12 +162,10 @@ def protected_spans(placed: Placed) -> dict[str, list[str]]:
 
     docs = [placed.raw] + ([placed.crisis_raw] if placed.crisis_raw else [])
     for doc in docs:
-        for ins in doc.get("insert", []):
-            for j, _ in enumerate(ins.get("turns", []), 1):
-                ref = f"{ins.get('id')}.{j}"
-                for kw in ins.get("keywords", []):
-                    if ref in text:
-                        spans.setdefault(ref, []).extend(_keyword_spans(text[ref], str(kw)))
+        for ref, _, ins in insert_turns(doc):
+            for kw in ins.get("keywords", []):
+                if ref in text:
+                    spans.setdefault(ref, []).extend(_keyword_spans(text[ref], str(kw)))
         for c in doc.get("chain", []):
             forms = [f for st in c.get("states", []) for f in
                      [st.get("value", ""), *st.get("variants", [])]]
@@ -382,8 +388,7 @@ def _recheck(corpus: LocomoCorpus, conv_id: str, plan: dict[str, Any], contrast:
     roles); what still breaks a rule stops the pass."""
     item_refs = set(placed.roles)
     for round_ in range(3):
-        entries = {ref: (sha, text) for ref, (sha, text) in result.accepted.items()}
-        new_raw, new_craw, _ = apply_entries(raw, craw, entries)
+        new_raw, new_craw, _ = apply_entries(raw, craw, result.accepted)
         problems = check_conversation(corpus, conv_id, plan, contrast, new_raw,
                                       new_craw).problems
         if not problems:
@@ -548,15 +553,12 @@ def apply_entries(raw: dict[str, Any], craw: dict[str, Any] | None,
             docs.append(None)
             continue
         doc = copy.deepcopy(doc)
-        for ins in doc.get("insert", []):
-            for j, turn in enumerate(ins.get("turns", []) or [], 1):
-                ref = f"{ins.get('id')}.{j}"
-                if ref in entries and isinstance(turn, dict) and isinstance(turn.get("text"),
-                                                                             str):
-                    sha, text = entries[ref]
-                    if text_sha256(turn["text"]) == sha:
-                        turn["text"] = text
-                        applied.add(ref)
+        for ref, turn, _ in insert_turns(doc):
+            if ref in entries and isinstance(turn, dict) and isinstance(turn.get("text"), str):
+                sha, text = entries[ref]
+                if text_sha256(turn["text"]) == sha:
+                    turn["text"] = text
+                    applied.add(ref)
         docs.append(doc)
     stale = sorted(r for r in entries if r not in applied)
     return docs[0], docs[1], stale
@@ -599,5 +601,4 @@ def restyled_documents(conv_id: str, raw: dict[str, Any], craw: dict[str, Any] |
 
 
 def _crisis_refs(doc: dict[str, Any]) -> set[str]:
-    return {f"{ins.get('id')}.{j}" for ins in doc.get("insert", [])
-            for j in range(1, len(ins.get("turns", []) or []) + 1)}
+    return {ref for ref, _, _ in insert_turns(doc)}
